@@ -1,0 +1,11 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // Native engines (llama.cpp, tfjs-wasm) are heavy: keep test files in separate processes.
+    pool: "forks",
+  },
+});
