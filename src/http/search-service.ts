@@ -1,0 +1,25 @@
+import path from "node:path";
+import type { Knex } from "knex";
+import { notImplemented } from "../errors.js";
+import { SPEC_DIR } from "../paths.js";
+import { healthHandler, metricsHandler } from "./operations-handlers.js";
+import type { OperationHandler, ServiceDefinition } from "./service-app.js";
+
+const unavailable: OperationHandler = async () => {
+  throw notImplemented("Message search is not available in this build yet.");
+};
+
+export function searchService(db: Knex): ServiceDefinition {
+  return {
+    name: "search",
+    specPath: path.join(SPEC_DIR, "search.yaml"),
+    errorStyle: "detail",
+    handlers: {
+      searchAgentMessages: unavailable,
+      ingestTraces: unavailable,
+      ingestTracesAtRoot: unavailable,
+      getSearchHealth: healthHandler("search", db),
+      getSearchMetrics: metricsHandler,
+    },
+  };
+}
