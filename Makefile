@@ -3,7 +3,11 @@ SHELL := /bin/bash
 NPM_STAMP := node_modules/.installed
 BIN := node_modules/.bin
 
-.PHONY: install generate check-generated lint typecheck build serve test mock spec-diff clean
+# After `npm install <pkg>`: keep the lock installable with `npm ci` on every platform.
+lock:
+	node scripts/lock-platform-packages.mjs
+
+.PHONY: lock install generate check-generated lint typecheck build serve test mock spec-diff clean
 
 $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
