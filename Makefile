@@ -3,10 +3,6 @@ SHELL := /bin/bash
 NPM_STAMP := node_modules/.installed
 BIN := node_modules/.bin
 
-# After `npm install <pkg>`: keep the lock installable with `npm ci` on every platform.
-lock:
-	node scripts/lock-platform-packages.mjs
-
 .PHONY: lock install generate check-generated lint typecheck build serve test mock spec-diff clean
 
 $(NPM_STAMP): package.json package-lock.json
@@ -44,6 +40,10 @@ mock: install
 
 spec-diff: install
 	$(BIN)/tsx scripts/spec-diff.ts $(if $(BASE),--base $(BASE),)
+
+# After `npm install <pkg>`: keep the lock installable with `npm ci` on every platform.
+lock:
+	node scripts/lock-platform-packages.mjs
 
 clean:
 	rm -rf dist .tmp
