@@ -48,11 +48,11 @@ async function main(argv: string[]): Promise<number> {
 async function serve(config: ReturnType<typeof loadConfig>): Promise<number> {
   const logger = createLogger(config.logLevel);
   logger.info({ config: describeConfig(config) }, "starting");
-  const server = await startServer(config, logger);
-  if (server.createdKey) {
+  const server = await startServer(config, logger, {
     // Shown once, outside the JSON log stream, so the key never lands in log storage.
-    process.stderr.write(`\nNo API key existed, so one was created for entity 'local':\n\n  ${server.createdKey.key}\n\nIt is saved in ${server.createdKey.file} (mode 0600) and will not be shown again.\n\n`);
-  }
+    onKeyCreated: (key, file) =>
+      process.stderr.write(`\nNo API key existed, so one was created for entity 'local':\n\n  ${key}\n\nIt is saved in ${file} (mode 0600) and will not be shown again.\n\n`),
+  });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       logger.info({ signal }, "shutting down");

@@ -1,3 +1,4 @@
+import os from "node:os";
 import path from "node:path";
 
 export type ServiceName = "search" | "training" | "inference";
@@ -13,6 +14,17 @@ export interface Config {
   /** A key registered for entity `local` at start (for scripts and tests). */
   apiKey?: string;
   logLevel: string;
+  /** GGUF base models found here are served; the tiny default model is built here on a first start. */
+  modelsDir: string;
+  /** Run a training worker inside the server process. */
+  worker: boolean;
+  /** Sequences decoded together per model (llama.cpp), and requests that may wait for one. */
+  parallel: number;
+  maxQueue: number;
+  /** llama.cpp threads per model; on a busy machine fewer threads decode faster than more. */
+  threads: number;
+  /** `file://` training data must be inside this directory. */
+  importDir: string;
   maxBodyBytes: Record<ServiceName, number>;
   maxConcurrentRequests: number;
 }
@@ -27,6 +39,12 @@ export const SETTINGS = {
   services: { flag: "services", env: "GYRE_SERVICES", default: "search,training,inference" },
   databaseUrl: { flag: "database-url", env: "GYRE_DATABASE_URL", default: "" },
   logLevel: { flag: "log-level", env: "GYRE_LOG_LEVEL", default: "info" },
+  modelsDir: { flag: "models-dir", env: "GYRE_MODELS_DIR", default: "" },
+  importDir: { flag: "import-dir", env: "GYRE_IMPORT_DIR", default: "" },
+  worker: { flag: "worker", env: "GYRE_WORKER", default: "on" },
+  parallel: { flag: "parallel", env: "GYRE_PARALLEL", default: "4" },
+  maxQueue: { flag: "max-queue", env: "GYRE_MAX_QUEUE", default: "32" },
+  threads: { flag: "threads", env: "GYRE_THREADS", default: "auto" },
   maxConcurrentRequests: { flag: "max-concurrent-requests", env: "GYRE_MAX_CONCURRENT_REQUESTS", default: "256" },
 } as const;
 
@@ -41,14 +59,24 @@ export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Nod
   for (const s of services) {
     if (!SERVICE_NAMES.includes(s as ServiceName)) throw new Error(`Unknown service '${s}' in --services; expected ${SERVICE_NAMES.join(", ")}.`);
   }
+  const dataDir = path.resolve(get("dataDir"));
+  const worker = get("worker");
+  if (!["on", "off"].includes(worker)) throw new Error(`Invalid --worker '${worker}'; expected on or off.`);
   return {
-    dataDir: path.resolve(get("dataDir")),
+    dataDir,
     host: get("host"),
     ports: { search: port(get("searchPort")), training: port(get("trainingPort")), inference: port(get("inferencePort")) },
     services: services as ServiceName[],
     databaseUrl: get("databaseUrl") || undefined,
     apiKey: env.GYRE_API_KEY || undefined,
     logLevel: get("logLevel"),
+    modelsDir: path.resolve(get("modelsDir") || path.join(dataDir, "models")),
+    importDir: path.resolve(get("importDir") || path.join(dataDir, "imports")),
+    worker: worker === "on",
+    parallel: positiveInt(get("parallel"), "parallel"),
+    maxQueue: positiveInt(get("maxQueue"), "max-queue"),
+    // One core is left to the HTTP side and the trainer.
+    threads: get("threads") === "auto" ? Math.max(1, os.availableParallelism() - 1) : positiveInt(get("threads"), "threads"),
     maxBodyBytes: { search: 32 * 1024 * 1024, training: 64 * 1024 * 1024, inference: 4 * 1024 * 1024 },
     maxConcurrentRequests: positiveInt(get("maxConcurrentRequests"), "max-concurrent-requests"),
   };
@@ -58,6 +86,12 @@ export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Nod
 export function describeConfig(config: Config): Record<string, unknown> {
   return {
     dataDir: config.dataDir,
+    modelsDir: config.modelsDir,
+    importDir: config.importDir,
+    worker: config.worker,
+    parallel: config.parallel,
+    maxQueue: config.maxQueue,
+    threads: config.threads,
     host: config.host,
     ports: config.ports,
     services: config.services,

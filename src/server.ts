@@ -1,6 +1,7 @@
 import http from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Knex } from "knex";
+import { createAppContext, type AppContext } from "./app-context.js";
 import { bootstrapKeys } from "./auth/bootstrap.js";
 import type { Config, ServiceName } from "./config.js";
 import { inferenceService } from "./http/inference-service.js";
@@ -8,32 +9,38 @@ import { searchService } from "./http/search-service.js";
 import { createServiceApp, type ServiceDefinition } from "./http/service-app.js";
 import { trainingService } from "./http/training-service.js";
 import type { Logger } from "./logging.js";
-import { openDatabase } from "./store/db.js";
 
 export interface RunningServer {
   /** Base URL of each started service (`http://host:port`). */
   urls: Partial<Record<ServiceName, string>>;
   db: Knex;
-  /** Set on a first start with no key: shown once to whoever started the server. */
-  createdKey?: { key: string; file: string };
+  context: AppContext;
   close(): Promise<void>;
 }
 
-const SERVICES: Record<ServiceName, (db: Knex) => ServiceDefinition> = {
+const SERVICES: Record<ServiceName, (ctx: AppContext) => ServiceDefinition> = {
   search: searchService,
   training: trainingService,
   inference: inferenceService,
 };
 
-/** Opens the store, makes sure a key exists, and starts each configured service on its own port. */
-export async function startServer(config: Config, logger: Logger, options: { databaseSchema?: string } = {}): Promise<RunningServer> {
-  const db = await openDatabase({ dataDir: config.dataDir, url: config.databaseUrl, schema: options.databaseSchema });
+/** Opens the store and the shared parts, makes sure a key exists, and starts each configured service on its own port. */
+export interface StartOptions {
+  databaseSchema?: string;
+  /** Called on a first start with no key, before any service listens: show the new key once. */
+  onKeyCreated?: (key: string, file: string) => void;
+}
+
+export async function startServer(config: Config, logger: Logger, options: StartOptions = {}): Promise<RunningServer> {
+  const ctx = await createAppContext(config, logger, { databaseSchema: options.databaseSchema });
+  const { db } = ctx;
   const servers: http.Server[] = [];
   try {
     const { createdKey, keyFile } = await bootstrapKeys(db, config.dataDir, config.apiKey);
+    if (createdKey && keyFile) options.onKeyCreated?.(createdKey, keyFile);
     const urls: RunningServer["urls"] = {};
     for (const name of config.services) {
-      const app = await createServiceApp(SERVICES[name](db), {
+      const app = await createServiceApp(SERVICES[name](ctx), {
         db,
         logger,
         limits: { bodyBytes: config.maxBodyBytes[name], concurrentRequests: config.maxConcurrentRequests },
@@ -54,15 +61,15 @@ export async function startServer(config: Config, logger: Logger, options: { dat
     return {
       urls,
       db,
-      createdKey: createdKey && keyFile ? { key: createdKey, file: keyFile } : undefined,
+      context: ctx,
       async close() {
         await Promise.all(servers.map((s) => closeServer(s)));
-        await db.destroy();
+        await ctx.close();
       },
     };
   } catch (err) {
     await Promise.all(servers.map((s) => closeServer(s)));
-    await db.destroy();
+    await ctx.close();
     throw err;
   }
 }

@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import type { Knex } from "knex";
+import { toIso } from "../store/values.js";
 
 /** Who a request acts as, once its API key is verified. */
 export interface Principal {
@@ -84,9 +85,4 @@ export async function revokeApiKey(db: Knex, id: string): Promise<boolean> {
 export async function countActiveApiKeys(db: Knex): Promise<number> {
   const [{ n }] = await db("api_keys").whereNull("revoked_at").count({ n: "*" });
   return Number(n);
-}
-
-/** SQLite hands timestamps back as epoch milliseconds, PostgreSQL as Date. */
-export function toIso(value: unknown): string {
-  return new Date(value as string | number | Date).toISOString();
 }

@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { Knex } from "knex";
+import type { AppContext } from "../app-context.js";
 import { notImplemented } from "../errors.js";
 import { SPEC_DIR } from "../paths.js";
 import { healthHandler, metricsHandler } from "./operations-handlers.js";
@@ -9,7 +9,8 @@ const unavailable: OperationHandler = async () => {
   throw notImplemented("Inference is not available in this build yet.");
 };
 
-export function inferenceService(db: Knex): ServiceDefinition {
+export function inferenceService(ctx: AppContext): ServiceDefinition {
+  const { db } = ctx;
   return {
     name: "inference",
     specPath: path.join(SPEC_DIR, "inference.yaml"),

@@ -1,5 +1,5 @@
 import path from "node:path";
-import type { Knex } from "knex";
+import type { AppContext } from "../app-context.js";
 import { notImplemented } from "../errors.js";
 import { checkApi, checkDatabase, checkQueue } from "../health/checks.js";
 import { SPEC_DIR } from "../paths.js";
@@ -10,7 +10,8 @@ const unavailable: OperationHandler = async () => {
   throw notImplemented("Training is not available in this build yet.");
 };
 
-export function trainingService(db: Knex): ServiceDefinition {
+export function trainingService(ctx: AppContext): ServiceDefinition {
+  const { db } = ctx;
   const systemCheck: OperationHandler = async () => {
     const [api, database, cpu_queue, gpu_queue] = await Promise.all([checkApi(), checkDatabase(db), checkQueue(db, "cpu"), checkQueue(db, "gpu")]);
     const body = { api, database, cpu_queue, gpu_queue };

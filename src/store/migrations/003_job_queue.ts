@@ -5,7 +5,9 @@ export const jobQueueMigration: Migration = {
   name: "003_job_queue",
   async up(db) {
     await db.schema.createTable("training_jobs", (t) => {
-      t.string("id", 36).primary();
+      // The sequence orders jobs by creation (listing, paging, and "jobs of one model run in order").
+      t.increments("seq");
+      t.string("id", 36).notNullable().unique();
       t.string("entity", 100).notNullable();
       t.string("project", 100).notNullable();
       t.string("model_id", 36).notNullable().index();

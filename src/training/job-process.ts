@@ -1,0 +1,64 @@
+/**
+ * Runs one training job in a process of its own, so the trainer's heavy tensor work never blocks the server's
+ * event loop, a crash takes down only this process, and cancelling is a kill. Talks to its worker over IPC.
+ */
+import { readFile } from "node:fs/promises";
+import { trainSft, type SftExample } from "./trainer/train-sft.js";
+
+export interface JobSpec {
+  kind: "sft" | "rl";
+  baseModelPath: string;
+  adapterPath?: string;
+  outputPath: string;
+  /** SFT: a JSON Lines file of examples; RL: a JSON file `{trajectory_groups}`. */
+  dataPath: string;
+  config: Record<string, unknown>;
+  experimentalConfig: Record<string, unknown>;
+}
+
+export type JobMessage =
+  | { type: "started"; data: { num_sequences: number } & Record<string, unknown> }
+  | { type: "step"; metrics: Record<string, number> }
+  | { type: "done"; metrics: Record<string, number> }
+  | { type: "failed"; message: string };
+
+function send(message: JobMessage): Promise<void> {
+  return new Promise((resolve, reject) => process.send!(message, (err: Error | null) => (err ? reject(err) : resolve())));
+}
+
+async function run(spec: JobSpec): Promise<Record<string, number>> {
+  if (spec.kind === "sft") {
+    const text = await readFile(spec.dataPath, "utf8");
+    const examples = text
+      .split("\n")
+      .filter((l) => l.trim())
+      .map((l) => JSON.parse(l) as SftExample);
+    const result = await trainSft(
+      {
+        baseModelPath: spec.baseModelPath,
+        adapterPath: spec.adapterPath,
+        outputPath: spec.outputPath,
+        examples,
+        config: spec.config,
+        experimentalConfig: spec.experimentalConfig,
+        onStart: (info) => send({ type: "started", data: { ...info } }),
+      },
+      (metrics) => send({ type: "step", metrics }),
+    );
+    return { ...(result.finalMetrics ?? {}), steps: result.steps, num_sequences: result.numSequences };
+  }
+  throw new Error(`Training jobs of kind '${spec.kind}' are not supported by this trainer.`);
+}
+
+process.once("message", (spec: JobSpec) => {
+  run(spec).then(
+    async (metrics) => {
+      await send({ type: "done", metrics });
+      process.exit(0);
+    },
+    async (err: Error) => {
+      await send({ type: "failed", message: err.message }).catch(() => undefined);
+      process.exit(1);
+    },
+  );
+});

@@ -1,0 +1,134 @@
+import { tf } from "./backend.js";
+import type { ChatMessage, ChatTool } from "./chat-types.js";
+import { tokenizeSftConversation, type TokenizedSequence } from "./chat-tokens.js";
+import { openModelChat } from "./model-tokenizer.js";
+import { learningRateAt } from "./optimizer.js";
+import { closeSession, openSession, saveAdapter } from "./session.js";
+import { parseSftConfig } from "./train-config.js";
+import { accumulateGradients, applyGradients, planSteps, shuffled, throwIfAborted, type OnStep, type StepMetrics } from "./train-step.js";
+import { tokenLogProbs } from "./token-logprobs.js";
+
+export interface SftExample {
+  messages: ChatMessage[];
+  tools?: ChatTool[];
+}
+
+export interface TrainingStart {
+  num_sequences: number;
+  num_steps: number;
+  dropped_sequences: number;
+  truncated_sequences: number;
+}
+
+export interface SftJob {
+  baseModelPath: string;
+  /** The adapter of the checkpoint to continue from; none trains a fresh adapter. */
+  adapterPath?: string;
+  /** Where the new adapter (GGUF) is written. */
+  outputPath: string;
+  examples: SftExample[];
+  /** The job's `config` ({batch_size, learning_rate}) and `experimental_config`. */
+  config?: Record<string, unknown>;
+  experimentalConfig?: Record<string, unknown>;
+  signal?: AbortSignal;
+  onStart?: (info: TrainingStart) => void | Promise<void>;
+}
+
+export interface TrainResult {
+  adapterPath: string;
+  steps: number;
+  /** Metrics of the last step (undefined when nothing was trainable). */
+  finalMetrics?: StepMetrics;
+  numSequences: number;
+  droppedSequences: number;
+  truncatedSequences: number;
+  /** Configuration keys accepted but without effect on this trainer. */
+  ignoredConfigKeys: string[];
+}
+
+/** Supervised fine-tuning: cross-entropy on assistant tokens, averaged over all trained tokens of each step. */
+export async function trainSft(job: SftJob, onStep: OnStep): Promise<TrainResult> {
+  const { config, ignoredKeys } = parseSftConfig(job.config, job.experimentalConfig);
+  const chat = await openModelChat(job.baseModelPath);
+  const sequences: TokenizedSequence[] = [];
+  let dropped = 0;
+  try {
+    const tokenizeOptions = { renderer: chat.renderer, tokenizer: chat.tokenizer, maxLength: config.maxSequenceLength, overflow: config.overflow };
+    for (const example of job.examples) {
+      const r = tokenizeSftConversation(example.messages, example.tools, config.assistantTurns, tokenizeOptions);
+      if (r.ok) sequences.push(r.sequence);
+      else dropped++;
+    }
+  } finally {
+    await chat.dispose();
+  }
+  if (sequences.length === 0) throw new Error(`no trainable sequence in ${job.examples.length} examples (${dropped} dropped)`);
+
+  const plan: TokenizedSequence[][] = [];
+  for (let epoch = 0; epoch < config.epochs; epoch++) {
+    plan.push(...planSteps(shuffled(sequences, config.seed + epoch), config.batchSize, config.tokensPerStep));
+  }
+  const truncated = sequences.filter((s) => s.truncated).length;
+  await job.onStart?.({ num_sequences: sequences.length, num_steps: plan.length, dropped_sequences: dropped, truncated_sequences: truncated });
+
+  const session = await openSession({
+    baseModelPath: job.baseModelPath,
+    adapterPath: job.adapterPath,
+    lora: config.lora,
+    weightDecay: config.weightDecay,
+    seed: config.seed,
+  });
+  try {
+    let finalMetrics: StepMetrics | undefined;
+    for (let step = 0; step < plan.length; step++) {
+      throwIfAborted(job.signal);
+      const started = performance.now();
+      const batch = plan[step];
+      const trainable = batch.reduce((n, s) => n + countTrainable(s), 0);
+      const tokens = batch.reduce((n, s) => n + s.tokens.length, 0);
+      const parts = batch.map((seq, k) => () => {
+        const lp = tokenLogProbs(session.model, seq.tokens, {
+          adapter: session.adapter,
+          training: true,
+          dropoutSeed: config.seed + step * 1000 + k,
+        });
+        const mask = tf.tensor1d(Float32Array.from(seq.trainable.subarray(1)));
+        return lp.mul(mask).sum().neg().div(trainable) as tf.Scalar;
+      });
+      const { grads, loss } = await accumulateGradients(session.vars, parts, job.signal);
+      const learningRate = learningRateAt(step, plan.length, config);
+      const gradNorm = applyGradients(session.optimizer, grads, learningRate, config.maxGradNorm);
+      const seconds = (performance.now() - started) / 1000;
+      finalMetrics = {
+        step: step + 1,
+        loss,
+        grad_norm: gradNorm,
+        learning_rate: learningRate,
+        num_sequences: batch.length,
+        num_tokens: tokens,
+        num_trainable_tokens: trainable,
+        tokens_per_second: tokens / seconds,
+      };
+      await onStep(finalMetrics);
+    }
+    throwIfAborted(job.signal);
+    await saveAdapter(session, job.outputPath);
+    return {
+      adapterPath: job.outputPath,
+      steps: plan.length,
+      finalMetrics,
+      numSequences: sequences.length,
+      droppedSequences: dropped,
+      truncatedSequences: truncated,
+      ignoredConfigKeys: ignoredKeys,
+    };
+  } finally {
+    closeSession(session);
+  }
+}
+
+export function countTrainable(seq: TokenizedSequence): number {
+  let n = 0;
+  for (let i = 1; i < seq.trainable.length; i++) n += seq.trainable[i];
+  return n;
+}
