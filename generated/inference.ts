@@ -262,9 +262,9 @@ export interface components {
             max_tokens?: number | null;
             max_completion_tokens?: number | null;
             /** @default 1 */
-            temperature: number | null;
+            temperature?: number | null;
             /** @default 1 */
-            top_p: number | null;
+            top_p?: number | null;
             /** @description Sample from the k most likely tokens (0 or -1 disables). vLLM-style extra. */
             top_k?: number | null;
             /** @description vLLM-style extra. */
@@ -272,26 +272,26 @@ export interface components {
             /** @description vLLM-style extra; 1 disables. */
             repetition_penalty?: number | null;
             /** @default 1 */
-            n: number | null;
+            n?: number | null;
             stop?: string | string[] | null;
             /** @description The same seed with the same request gives the same output. */
             seed?: number | null;
             /** @default false */
-            stream: boolean | null;
+            stream?: boolean | null;
             stream_options?: {
                 /** @description Send a last chunk with `usage` and no choices before `[DONE]`. */
                 include_usage?: boolean;
             } | null;
             /** @default 0 */
-            presence_penalty: number | null;
+            presence_penalty?: number | null;
             /** @default 0 */
-            frequency_penalty: number | null;
+            frequency_penalty?: number | null;
             /** @description Token id (as a string) to a bias from -100 to 100 added to its logit. */
             logit_bias?: {
                 [key: string]: number;
             } | null;
             /** @default false */
-            logprobs: boolean | null;
+            logprobs?: boolean | null;
             top_logprobs?: number | null;
             /** @description Spell each logprob token as `token_id:<id>`. vLLM-style extra. */
             return_tokens_as_token_ids?: boolean | null;

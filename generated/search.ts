@@ -143,49 +143,49 @@ export interface components {
              * @description Words and quoted phrases; empty for structured retrieval.
              * @default
              */
-            query: string;
+            query?: string;
             /**
              * @description Only messages of this trace (hex trace id).
              * @default null
              */
-            trace_id: string | null;
+            trace_id?: string | null;
             /** @default null */
-            roles: components["schemas"]["Role"][] | null;
+            roles?: components["schemas"]["Role"][] | null;
             /** @default null */
-            conversation_id: string | null;
+            conversation_id?: string | null;
             /** @default null */
-            agent_name: string | null;
+            agent_name?: string | null;
             /** @default null */
-            provider_name: string | null;
+            provider_name?: string | null;
             /** @default null */
-            request_model: string | null;
+            request_model?: string | null;
             /**
              * @description Cut `content_preview` to 500 characters (never inside a surrogate pair).
              * @default true
              */
-            truncate_content: boolean;
+            truncate_content?: boolean;
             /**
              * Format: date-time
              * @description Spans that started at or after this time (inclusive).
              * @default null
              */
-            started_after: string | null;
+            started_after?: string | null;
             /**
              * Format: date-time
              * @description Spans that started before this time (exclusive).
              * @default null
              */
-            started_before: string | null;
+            started_before?: string | null;
             /**
              * @description Conversations per page.
              * @default 20
              */
-            limit: number;
+            limit?: number;
             /**
              * @description Conversations to skip.
              * @default 0
              */
-            offset: number;
+            offset?: number;
         };
         AgentSearchRes: {
             results: components["schemas"]["AgentSearchConversationResult"][];
@@ -193,7 +193,7 @@ export interface components {
              * @description Matching conversations before `limit`/`offset`.
              * @default 0
              */
-            total_conversations: number;
+            total_conversations?: number;
         };
         /** @description A conversation containing messages that matched. */
         AgentSearchConversationResult: {

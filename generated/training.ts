@@ -374,11 +374,11 @@ export interface components {
         /** @description The LoRA adapter every checkpoint of the model has. Fixed at creation. */
         LoraConfig: {
             /** @default 8 */
-            rank: number;
+            rank?: number;
             /** @default 16 */
-            alpha: number;
+            alpha?: number;
             /** @default 0 */
-            dropout: number;
+            dropout?: number;
             /**
              * @default [
              *       "q_proj",
@@ -390,7 +390,7 @@ export interface components {
              *       "down_proj"
              *     ]
              */
-            target_modules: ("q_proj" | "k_proj" | "v_proj" | "o_proj" | "gate_proj" | "up_proj" | "down_proj")[];
+            target_modules?: ("q_proj" | "k_proj" | "v_proj" | "o_proj" | "gate_proj" | "up_proj" | "down_proj")[];
         };
         CreateModelRequest: {
             /** @description Defaults to the key's entity; any other entity is a 403. */
@@ -400,7 +400,7 @@ export interface components {
             /** @description A base model id from the inference model list. */
             base_model: string;
             /** @default false */
-            return_existing: boolean;
+            return_existing?: boolean;
             lora?: components["schemas"]["LoraConfig"];
         };
         /**
@@ -548,16 +548,16 @@ export interface components {
         };
         SftConfig: {
             /** @default auto */
-            batch_size: number | "auto";
+            batch_size?: number | "auto";
             /** @description One rate, or one per epoch. */
             learning_rate?: number | number[];
             /** @default 1 */
-            epochs: number;
+            epochs?: number;
             /**
              * @default all
              * @enum {string}
              */
-            assistant_turns: "all" | "last";
+            assistant_turns?: "all" | "last";
         };
         /** @description Training knobs; unknown keys are accepted and recorded with the job. */
         ExperimentalConfig: {
@@ -803,9 +803,9 @@ export interface components {
             max_tokens?: number | null;
             max_completion_tokens?: number | null;
             /** @default 1 */
-            temperature: number | null;
+            temperature?: number | null;
             /** @default 1 */
-            top_p: number | null;
+            top_p?: number | null;
             /** @description Sample from the k most likely tokens (0 or -1 disables). vLLM-style extra. */
             top_k?: number | null;
             /** @description vLLM-style extra. */
@@ -813,26 +813,26 @@ export interface components {
             /** @description vLLM-style extra; 1 disables. */
             repetition_penalty?: number | null;
             /** @default 1 */
-            n: number | null;
+            n?: number | null;
             stop?: string | string[] | null;
             /** @description The same seed with the same request gives the same output. */
             seed?: number | null;
             /** @default false */
-            stream: boolean | null;
+            stream?: boolean | null;
             stream_options?: {
                 /** @description Send a last chunk with `usage` and no choices before `[DONE]`. */
                 include_usage?: boolean;
             } | null;
             /** @default 0 */
-            presence_penalty: number | null;
+            presence_penalty?: number | null;
             /** @default 0 */
-            frequency_penalty: number | null;
+            frequency_penalty?: number | null;
             /** @description Token id (as a string) to a bias from -100 to 100 added to its logit. */
             logit_bias?: {
                 [key: string]: number;
             } | null;
             /** @default false */
-            logprobs: boolean | null;
+            logprobs?: boolean | null;
             top_logprobs?: number | null;
             /** @description Spell each logprob token as `token_id:<id>`. vLLM-style extra. */
             return_tokens_as_token_ids?: boolean | null;

@@ -11,7 +11,7 @@ const root = path.resolve(import.meta.dirname, "..");
 const SPECS = ["search", "training", "inference"];
 
 async function render(spec: string): Promise<string> {
-  const ast = await openapiTS(pathToFileURL(path.join(root, "spec", `${spec}.yaml`)), { silent: true });
+  const ast = await openapiTS(pathToFileURL(path.join(root, "spec", `${spec}.yaml`)), { silent: true, defaultNonNullable: false });
   return `${COMMENT_HEADER}// Source: spec/${spec}.yaml. Regenerate with \`make generate\`.\n\n${astToString(ast)}`;
 }
 

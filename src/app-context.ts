@@ -27,7 +27,7 @@ export async function createAppContext(config: Config, logger: Logger, options: 
   const registry = new ModelRegistry(db, config.modelsDir);
   await ensureDefaultModel(registry, logger);
   const engines = new EnginePool({ parallel: config.parallel, maxQueue: config.maxQueue, threads: config.threads }, logger);
-  const chat = new ChatService(db, config.dataDir, registry, engines);
+  const chat = new ChatService(db, config.dataDir, registry, engines, config.tokenQuota);
   const worker = (options.startWorker ?? config.worker)
     ? new TrainingWorker(db, { dataDir: config.dataDir, device: "cpu", executor: processExecutor(db, config.dataDir, registry), logger })
     : undefined;

@@ -23,6 +23,8 @@ export interface Config {
   maxQueue: number;
   /** llama.cpp threads per model; on a busy machine fewer threads decode faster than more. */
   threads: number;
+  /** Tokens each entity may use per calendar month (UTC) on the chat endpoints; 0 means no limit. */
+  tokenQuota: number;
   /** `file://` training data must be inside this directory. */
   importDir: string;
   maxBodyBytes: Record<ServiceName, number>;
@@ -45,6 +47,7 @@ export const SETTINGS = {
   parallel: { flag: "parallel", env: "GYRE_PARALLEL", default: "4" },
   maxQueue: { flag: "max-queue", env: "GYRE_MAX_QUEUE", default: "32" },
   threads: { flag: "threads", env: "GYRE_THREADS", default: "auto" },
+  tokenQuota: { flag: "token-quota", env: "GYRE_TOKEN_QUOTA", default: "0" },
   maxConcurrentRequests: { flag: "max-concurrent-requests", env: "GYRE_MAX_CONCURRENT_REQUESTS", default: "256" },
 } as const;
 
@@ -77,6 +80,7 @@ export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Nod
     maxQueue: positiveInt(get("maxQueue"), "max-queue"),
     // One core is left to the HTTP side and the trainer.
     threads: get("threads") === "auto" ? Math.max(1, os.availableParallelism() - 1) : positiveInt(get("threads"), "threads"),
+    tokenQuota: nonNegativeInt(get("tokenQuota"), "token-quota"),
     maxBodyBytes: { search: 32 * 1024 * 1024, training: 64 * 1024 * 1024, inference: 4 * 1024 * 1024 },
     maxConcurrentRequests: positiveInt(get("maxConcurrentRequests"), "max-concurrent-requests"),
   };
@@ -92,6 +96,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     parallel: config.parallel,
     maxQueue: config.maxQueue,
     threads: config.threads,
+    tokenQuota: config.tokenQuota,
     host: config.host,
     ports: config.ports,
     services: config.services,
@@ -105,6 +110,12 @@ export function describeConfig(config: Config): Record<string, unknown> {
 function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`Invalid port '${value}'.`);
+  return n;
+}
+
+function nonNegativeInt(value: string, name: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new Error(`Invalid --${name} '${value}'.`);
   return n;
 }
 

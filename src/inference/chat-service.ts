@@ -5,7 +5,7 @@ import { listServedCheckpoints, resolveServedModel, type ServedModel } from "../
 import type { EnginePool } from "./engine-pool.js";
 import { DEFAULT_MODEL_ID, type ModelRegistry } from "./model-registry.js";
 import type { ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, Engine, GenerateOptions } from "./types.js";
-import { recordUsage } from "./usage.js";
+import { recordUsage, tokensThisMonth } from "./usage.js";
 
 export interface ChatCaller {
   principal: Principal;
@@ -40,6 +40,8 @@ export class ChatService {
     private readonly dataDir: string,
     private readonly registry: ModelRegistry,
     private readonly engines: EnginePool,
+    /** Tokens per entity per calendar month; 0 means no limit. */
+    private readonly tokenQuota = 0,
   ) {}
 
   async complete(caller: ChatCaller, request: ChatCompletionRequest, signal?: AbortSignal): Promise<ChatCompletion> {
@@ -94,6 +96,9 @@ export class ChatService {
   }
 
   private async prepare(caller: ChatCaller, request: ChatCompletionRequest, signal?: AbortSignal): Promise<Prepared> {
+    if (this.tokenQuota > 0 && (await tokensThisMonth(this.db, caller.principal.entity)) >= this.tokenQuota) {
+      throw new AppError("quota_exceeded", `Token quota of ${this.tokenQuota} per month exceeded for entity '${caller.principal.entity}'.`, undefined, "insufficient_quota");
+    }
     const name = request.model ?? (await this.defaultModel());
     const served = await resolveServedModel(this.db, this.dataDir, this.registry, caller.principal, name);
     const engine = await this.engines.engineFor(served.base);

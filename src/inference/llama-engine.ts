@@ -6,7 +6,6 @@ import {
   LlamaGrammarEvaluationState,
   TokenBias,
   type Llama,
-  type GbnfJsonSchema,
   type LlamaContext,
   type LlamaContextSequence,
   type LlamaModel,
@@ -19,11 +18,11 @@ import { Admission, type Release } from "./admission.js";
 import { CHATML_TOOLS_TEMPLATE } from "./chat-template.js";
 import { renderChat } from "./chat-render.js";
 import { GenerationAbortedError, InvalidRequestError, UnsupportedRequestError } from "./errors.js";
-import { toGrammarSchema } from "./json-schema-grammar.js";
 import { planRequest, type GenerationPlan } from "./request-plan.js";
 import { IncrementalDetokenizer, StopMatcher, TokenBytes } from "./token-text.js";
-import { parseToolCalls, templateUsesToolCallTags, toolCallSchema, TOOL_CALL_CLOSE, TOOL_CALL_OPEN } from "./tool-calls.js";
+import { parseToolCalls, templateUsesToolCallTags, TOOL_CALL_OPEN } from "./tool-calls.js";
 import { ToolCallHoldback } from "./tool-holdback.js";
+import { Utf8Guard, Utf8TokenFilter } from "./utf8-token-filter.js";
 import type {
   ChatCompletion,
   ChatCompletionChoice,
@@ -114,6 +113,7 @@ interface EvaluatedToken {
 export class LlamaEngine implements Engine {
   private readonly contexts = new Map<string, Promise<ContextEntry>>();
   private readonly admission: Admission;
+  private utf8Filter?: Utf8TokenFilter;
   private closed = false;
 
   private constructor(
@@ -354,14 +354,13 @@ export class LlamaEngine implements Engine {
   private async grammarFor(plan: GenerationPlan): Promise<LlamaGrammar | undefined> {
     const c = plan.constraint;
     if (c.kind === "none") return undefined;
-    if (c.kind === "json_object") return this.llama.getGrammarFor("json");
-    // node-llama-cpp types schemas it knows at compile time; these arrive at run time and were checked by toGrammarSchema.
-    const jsonGrammar = this.llama.createGrammarForJsonSchema.bind(this.llama) as (schema: GbnfJsonSchema) => Promise<LlamaGrammar>;
-    if (c.kind === "json_schema") return jsonGrammar(toGrammarSchema(c.schema, "response_format"));
-    const json = await jsonGrammar(toGrammarSchema(toolCallSchema(c.tools), "tools"));
-    // The call is wrapped in the template's tool-call tags so the reply reads exactly as the template renders it.
-    const wrapper = `gyre-tool-call ::= ${JSON.stringify(`${TOOL_CALL_OPEN}\n`)} root ${JSON.stringify(`\n${TOOL_CALL_CLOSE}`)}`;
-    return this.llama.createGrammar({ grammar: `${json.grammar}\n${wrapper}\n`, rootRuleName: "gyre-tool-call" });
+    return this.llama.createGrammar({ grammar: c.grammar });
+  }
+
+  /** Built on first use: it walks the whole vocabulary. */
+  private utf8(): Utf8TokenFilter {
+    this.utf8Filter ??= new Utf8TokenFilter(this.model, this.info.vocabSize, (t) => this.tokenBytes.bytes(t));
+    return this.utf8Filter;
   }
 
   private async contextFor(lora: GenerateOptions["lora"]): Promise<ContextEntry> {
@@ -474,10 +473,15 @@ export class LlamaEngine implements Engine {
 
     const generated: Token[] = [];
     const s = plan.sampling;
-    let tokenBias: TokenBias | undefined;
-    if (s.logitBias.size) {
-      tokenBias = new TokenBias(this.model.tokenizer);
-      for (const [token, bias] of s.logitBias) tokenBias.set(token as Token, { logit: bias });
+    // Grammar-constrained output must also be well-formed UTF-8 for the grammar's characters to be the output's.
+    const utf8 = process.env.NOGUARD ? undefined : job.grammar ? new Utf8Guard(this.utf8(), s.logitBias) : undefined;
+    let tokenBias: TokenBias | (() => TokenBias) | undefined;
+    if (utf8) {
+      tokenBias = utf8.tokenBias;
+    } else if (s.logitBias.size) {
+      const fixed = new TokenBias(this.model.tokenizer);
+      for (const [token, bias] of s.logitBias) fixed.set(token as Token, { logit: bias });
+      tokenBias = fixed;
     }
     const evaluateOptions: SequenceEvaluateOptions = {
       temperature: s.temperature,
@@ -532,6 +536,7 @@ export class LlamaEngine implements Engine {
         finish = "stop";
         break;
       }
+      utf8?.accept(out.token);
       const step = stops.push(detokenizer.push(out.token));
       deliver(step.emit);
       if (step.stopped) {

@@ -1,5 +1,7 @@
 import { InvalidRequestError, UnsupportedRequestError } from "./errors.js";
-import type { ChatCompletionRequest, ChatTool, JsonSchema } from "./types.js";
+import { jsonObjectGrammar, jsonSchemaGrammar } from "./json-schema-grammar.js";
+import { toolCallGrammar } from "./tool-calls.js";
+import type { ChatCompletionRequest, ChatTool } from "./types.js";
 
 /** Most choices one request may ask for; each takes a sequence. */
 export const MAX_CHOICES = 16;
@@ -19,12 +21,11 @@ export interface SamplingPlan {
   logitBias: Map<number, number>;
 }
 
-export type OutputConstraint =
-  | { kind: "none" }
-  | { kind: "json_object" }
-  | { kind: "json_schema"; schema: JsonSchema }
-  /** The reply must be one tool call to one of these tools. */
-  | { kind: "tool_call"; tools: ChatTool[] };
+/**
+ * What the output must be, with the GBNF grammar that enforces it; a tool_call reply is one call to one of the offered
+ * (or the named) tools.
+ */
+export type OutputConstraint = { kind: "none" } | { kind: "json_object" | "json_schema" | "tool_call"; grammar: string };
 
 export interface GenerationPlan {
   n: number;
@@ -115,12 +116,12 @@ export function planRequest(req: ChatCompletionRequest, vocabSize: number): Gene
     if (choice === "auto") {
       parseCalls = true;
     } else if (choice === "required") {
-      constraint = { kind: "tool_call", tools };
+      constraint = { kind: "tool_call", grammar: toolCallGrammar(tools) };
       parseCalls = true;
     } else if (typeof choice === "object" && choice.type === "function") {
       const named = tools.filter((t) => t.function.name === choice.function?.name);
       if (!named.length) throw new InvalidRequestError(`tool_choice names unknown tool ${choice.function?.name}`, "tool_choice");
-      constraint = { kind: "tool_call", tools: named };
+      constraint = { kind: "tool_call", grammar: toolCallGrammar(named) };
       parseCalls = true;
     } else {
       throw new InvalidRequestError("tool_choice must be none, auto, required or {type: \"function\", function: {name}}", "tool_choice");
@@ -133,11 +134,11 @@ export function planRequest(req: ChatCompletionRequest, vocabSize: number): Gene
       throw new UnsupportedRequestError("response_format cannot be combined with tool calls (set tool_choice to none)", "response_format");
     }
     if (format.type === "json_object") {
-      constraint = { kind: "json_object" };
+      constraint = { kind: "json_object", grammar: jsonObjectGrammar() };
     } else if (format.type === "json_schema") {
       const schema = format.json_schema?.schema;
       if (!schema || typeof schema !== "object") throw new InvalidRequestError("json_schema.schema is required", "response_format");
-      constraint = { kind: "json_schema", schema };
+      constraint = { kind: "json_schema", grammar: jsonSchemaGrammar(schema, "response_format") };
     } else {
       throw new InvalidRequestError("response_format.type must be text, json_object or json_schema", "response_format");
     }

@@ -1,3 +1,4 @@
+import { gbnfLiteral, JsonGrammarBuilder } from "./json-schema-grammar.js";
 import type { JsonSchema, ChatTool } from "./types.js";
 
 /** Tool-call syntax of ChatML templates in the Hermes/Qwen style, which the built-in template uses too. */
@@ -61,17 +62,22 @@ function parseCall(body: string, toolNames: ReadonlySet<string>): ParsedToolCall
   return { name, arguments: argumentsJson };
 }
 
-/** JSON schema of one `{"name", "arguments"}` call to any of the given tools. */
-export function toolCallSchema(tools: ChatTool[]): JsonSchema {
-  const alternatives = tools.map((t) => ({
-    type: "object",
-    properties: {
-      name: { const: t.function.name },
-      arguments: t.function.parameters && Object.keys(t.function.parameters).length
-        ? t.function.parameters
-        : { type: "object", properties: {} },
-    },
-    required: ["name", "arguments"],
-  }));
-  return alternatives.length === 1 ? alternatives[0] : { oneOf: alternatives };
+/**
+ * GBNF of one `{"name": ..., "arguments": {...}}` call to one of the tools, wrapped in the tool-call tags so the reply
+ * reads as the template renders it. Each tool's parameters are their own schema document for `$ref`.
+ */
+export function toolCallGrammar(tools: ChatTool[]): string {
+  const builder = new JsonGrammarBuilder("tools");
+  const ws = builder.whitespace();
+  const calls = tools.map((t, i) => {
+    const parameters: JsonSchema = t.function.parameters && Object.keys(t.function.parameters).length
+      ? t.function.parameters
+      : { type: "object", properties: {} };
+    const args = builder.document(parameters, `tools[${i}].function.parameters`);
+    const name = gbnfLiteral(JSON.stringify(t.function.name));
+    const key = (k: string): string => `${gbnfLiteral(JSON.stringify(k))} ${ws} ":" ${ws}`;
+    return `"{" ${ws} ${key("name")} ${name} ${ws} "," ${ws} ${key("arguments")} ${args} ${ws} "}"`;
+  });
+  const call = `(${calls.join(" | ")})`;
+  return builder.grammar(`${gbnfLiteral(`${TOOL_CALL_OPEN}\n`)} ${call} ${gbnfLiteral(`\n${TOOL_CALL_CLOSE}`)}`);
 }

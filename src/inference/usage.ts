@@ -53,3 +53,10 @@ export async function usageTotals(db: Knex, principal: Principal, filter: { proj
     total_tokens: Number(r.prompt) + Number(r.completion),
   }));
 }
+
+/** Tokens the entity used since the start of the current calendar month (UTC). */
+export async function tokensThisMonth(db: Knex, entity: string, now = new Date()): Promise<number> {
+  const monthStart = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1));
+  const [row] = await db("usage").where({ entity }).where("created_at", ">=", monthStart).sum({ p: "prompt_tokens", c: "completion_tokens" });
+  return Number(row?.p ?? 0) + Number(row?.c ?? 0);
+}

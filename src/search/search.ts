@@ -66,6 +66,20 @@ interface Where {
  * `tool_call` and `tool_result`.
  */
 export async function searchMessages(db: Knex, req: AgentSearchReq): Promise<AgentSearchRes> {
+  if (dialectOf(db) === "sqlite") return runSearch(db, "sqlite", req);
+  // One snapshot for the page, its messages and names; settings for queries that aggregate many rows:
+  // JIT compilation costs more than it saves here, and sorts of a few hundred thousand keys fit in memory.
+  return db.transaction(
+    async (trx) => {
+      await trx.raw("SET LOCAL jit = off");
+      await trx.raw("SET LOCAL work_mem = '64MB'");
+      return runSearch(trx, "postgres", req);
+    },
+    { isolationLevel: "repeatable read", readOnly: true },
+  );
+}
+
+async function runSearch(db: Knex, dialect: Dialect, req: AgentSearchReq): Promise<AgentSearchRes> {
   const limit = req.limit ?? 20;
   const offset = req.offset ?? 0;
   if (!Number.isInteger(limit) || limit < 0 || limit > MAX_LIMIT) {
@@ -75,7 +89,6 @@ export async function searchMessages(db: Knex, req: AgentSearchReq): Promise<Age
     throw new SearchRequestError(["body", "offset"], "Input should be an integer greater than or equal to 0", "greater_than_equal");
   }
   const parsed = parseQuery(req.query ?? "");
-  const dialect = dialectOf(db);
   const where = matchConditions(dialect, req, parsed, await planQuery(db, dialect, req, parsed));
 
   const page = await db.raw<unknown>(
@@ -96,10 +109,8 @@ export async function searchMessages(db: Knex, req: AgentSearchReq): Promise<Age
   if (pageRows.length === 0) return { results: [], total_conversations: total };
 
   const keys = pageRows.map((row) => row.conversation_key);
-  const [messages, names] = await Promise.all([
-    pageMessages(db, where, keys, parsed !== null, req.truncate_content ?? true),
-    conversationNames(db, req.project_id, keys),
-  ]);
+  const messages = await pageMessages(db, where, keys, parsed !== null, req.truncate_content ?? true);
+  const names = await conversationNames(db, req.project_id, keys);
 
   const results = pageRows.map((row): AgentSearchConversationResult => ({
     conversation_id: row.conversation_key,

@@ -142,3 +142,8 @@ async function fetchLimited(url: string, maxBytes: number): Promise<string> {
   }
   return Buffer.concat(chunks).toString("utf8");
 }
+
+/** Limits for reading training data, from the server configuration. */
+export function readTrainingDataOptions(config: { dataDir: string; importDir: string; maxBodyBytes: { training: number } }): TrainingDataOptions {
+  return { dataDir: config.dataDir, importDir: config.importDir, maxBytes: config.maxBodyBytes.training };
+}

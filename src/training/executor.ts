@@ -72,7 +72,7 @@ async function jobSpec(db: Knex, dataDir: string, registry: ModelRegistry, job: 
     adapterPath: latest?.adapterPath ?? undefined,
     outputPath: path.join(dataDir, trainingPaths.job(job.id), "adapter.gguf"),
     dataPath: path.join(dataDir, job.kind === "sft" ? trainingPaths.jobData(job.id) : trainingPaths.jobPayload(job.id)),
-    config: fromJson(job.config, {}),
+    config: trainerConfig(fromJson(job.config, {})),
     // The adapter's shape belongs to the model, so its settings override anything a job asks.
     experimentalConfig: {
       ...fromJson<Record<string, unknown>>(job.experimental_config, {}),
@@ -82,4 +82,10 @@ async function jobSpec(db: Knex, dataDir: string, registry: ModelRegistry, job: 
       lora_target_modules: lora.target_modules,
     },
   };
+}
+
+/** The API's SFT `epochs` is the trainer's `num_epochs`. */
+function trainerConfig(config: Record<string, unknown>): Record<string, unknown> {
+  const { epochs, ...rest } = config;
+  return epochs === undefined ? rest : { ...rest, num_epochs: epochs };
 }

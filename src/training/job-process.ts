@@ -45,9 +45,15 @@ async function run(spec: JobSpec): Promise<Record<string, number>> {
       },
       (metrics) => send({ type: "step", metrics }),
     );
-    return { ...(result.finalMetrics ?? {}), steps: result.steps, num_sequences: result.numSequences };
+    return finalMetrics(result.finalMetrics, { steps: result.steps, num_sequences: result.numSequences });
   }
   throw new Error(`Training jobs of kind '${spec.kind}' are not supported by this trainer.`);
+}
+
+/** A checkpoint's metrics: the last step's, without its step counter (the checkpoint has its own step). */
+function finalMetrics(last: Record<string, number> | undefined, totals: Record<string, number>): Record<string, number> {
+  const { step: _gradientStep, ...rest } = last ?? {};
+  return { ...rest, ...totals };
 }
 
 process.once("message", (spec: JobSpec) => {

@@ -156,7 +156,7 @@ export class TrainingWorker {
       await addCheckpoint(trx, { modelId: job.model_id, step, metrics: result.metrics, adapterPath: relative, jobId: job.id });
       const ok = await finishJob(trx, lease, { status: "succeeded", resultStep: step });
       if (!ok) throw new Error("lease lost before the checkpoint was recorded");
-      await appendEvent(trx, job.id, "training_ended", { step, ...result.metrics });
+      await appendEvent(trx, job.id, "training_ended", { ...result.metrics, step });
     });
   }
 
