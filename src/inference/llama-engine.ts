@@ -354,7 +354,15 @@ export class LlamaEngine implements Engine {
   private async grammarFor(plan: GenerationPlan): Promise<LlamaGrammar | undefined> {
     const c = plan.constraint;
     if (c.kind === "none") return undefined;
-    return this.llama.createGrammar({ grammar: c.grammar });
+    try {
+      return await this.llama.createGrammar({ grammar: c.grammar });
+    } catch (err) {
+      // The compiler cannot see everything llama.cpp rejects, e.g. $ref cycles that produce no character (left recursion).
+      throw new UnsupportedRequestError(
+        `llama.cpp refused the grammar of this ${c.kind === "tool_call" ? "tool schema" : "JSON schema"}: ${(err as Error).message}`,
+        c.kind === "tool_call" ? "tools" : "response_format",
+      );
+    }
   }
 
   /** Built on first use: it walks the whole vocabulary. */
@@ -474,7 +482,7 @@ export class LlamaEngine implements Engine {
     const generated: Token[] = [];
     const s = plan.sampling;
     // Grammar-constrained output must also be well-formed UTF-8 for the grammar's characters to be the output's.
-    const utf8 = process.env.NOGUARD ? undefined : job.grammar ? new Utf8Guard(this.utf8(), s.logitBias) : undefined;
+    const utf8 = job.grammar ? new Utf8Guard(this.utf8(), s.logitBias) : undefined;
     let tokenBias: TokenBias | (() => TokenBias) | undefined;
     if (utf8) {
       tokenBias = utf8.tokenBias;

@@ -41,7 +41,7 @@ function stepByte(state: number, byte: number): number {
 /** Per-model transition table of every token from every decoder state, and the tokens banned in each state. */
 export class Utf8TokenFilter {
   private readonly next: Uint8Array;
-  private readonly banned: Token[][];
+  private readonly bans: Token[][];
   private readonly shared = new Map<number, TokenBias>();
 
   constructor(private readonly model: LlamaModel, vocabSize: number, bytesOf: (token: Token) => readonly number[]) {
@@ -75,7 +75,7 @@ export class Utf8TokenFilter {
         }
       }
     }
-    this.banned = STATES.map((_, s) => {
+    this.bans = STATES.map((_, s) => {
       const out: Token[] = [];
       for (let t = 0; t < vocabSize; t++) {
         const to = this.next[t * n + s];
@@ -90,6 +90,11 @@ export class Utf8TokenFilter {
     const to = this.next[token * STATES.length + state];
     if (to === INVALID) throw new Error(`token ${token} makes the output ill-formed UTF-8 although it was banned`);
     return to;
+  }
+
+  /** Tokens that may not follow in a decoder state. */
+  banned(state: number): readonly Token[] {
+    return this.bans[state];
   }
 
   /** Token bias for a state: the bans plus the request's logit_bias (token id -> logit added). */
@@ -108,7 +113,7 @@ export class Utf8TokenFilter {
   private build(state: number, logitBias: ReadonlyMap<number, number>): TokenBias {
     const bias = new TokenBias(this.model.tokenizer);
     for (const [token, logit] of logitBias) bias.set(token as Token, { logit });
-    for (const token of this.banned[state]) bias.set(token, "never");
+    for (const token of this.bans[state]) bias.set(token, "never");
     return bias;
   }
 }
