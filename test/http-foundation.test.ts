@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { gzipSync } from "node:zlib";
-import { assertMatchesSpec, inferenceClient, searchClient, trainingClient, type SpecName } from "./helpers/contract.js";
+import { assertMatchesSpec, searchClient, trainingClient, type SpecName } from "./helpers/contract.js";
 import { startTestServer, type TestServer } from "./helpers/server.js";
 
 /** A raw call whose answer is still checked against the spec. */
@@ -146,9 +146,9 @@ describe("HTTP foundation", () => {
 
   describe("operations not yet available", () => {
     it("answer 501 in the service's shape", async () => {
-      const models = await inferenceClient(s.url("inference"), s.key).GET("/v1/models");
-      expect(models.response.status).toBe(501);
-      expect((models.error as any).error.code).toBe("not_implemented");
+      const r = await searchClient(s.url("search"), s.key).POST("/agents/search", { body: { project_id: "local/p" } });
+      expect(r.response.status).toBe(501);
+      expect((r.error as { detail: string }).detail).toMatch(/not available/);
     });
   });
 

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from "node:http";
+import { setMaxListeners } from "node:events";
 import { Readable } from "node:stream";
 import Koa from "koa";
 import type { Knex } from "knex";
@@ -123,6 +124,9 @@ async function loadApi(def: ServiceDefinition): Promise<OpenAPIBackend> {
       plainReply(errorStyle, 405, `Method ${c.request.method.toUpperCase()} is not allowed on ${c.request.path}.`, "method_not_allowed"),
     validationFail: (c: OperationContext): ErrorReply => validationReply(errorStyle, toValidationIssues((c.validation.errors ?? []) as ErrorObject[])),
   });
+  // The key was verified before the body was read; the spec's security requirement is met by that principal.
+  api.registerSecurityHandler("bearerAuth", (_c: OperationContext, extra?: { principal?: Principal }) => Boolean(extra?.principal));
+  api.register("unauthorizedHandler", (): ErrorReply => plainReply(errorStyle, 401, "Missing or invalid API key.", "invalid_api_key"));
   await api.init();
   const operationIds = api.getOperations().map((o) => o.operationId ?? "");
   const missing = operationIds.filter((id) => !def.handlers[id]);
@@ -152,6 +156,8 @@ async function authenticate(db: Knex, header: string): Promise<Principal | null>
 
 function abortSignalOf(ctx: Koa.Context): AbortSignal {
   const controller = new AbortController();
+  // Each choice of an `n > 1` completion listens to the same request signal.
+  setMaxListeners(64, controller.signal);
   ctx.res.once("close", () => {
     if (!ctx.res.writableFinished) controller.abort();
   });

@@ -3,7 +3,7 @@
  * event loop, a crash takes down only this process, and cancelling is a kill. Talks to its worker over IPC.
  */
 import { readFile } from "node:fs/promises";
-import { trainSft, type SftExample } from "./trainer/train-sft.js";
+import { trainRl, trainSft, type SftExample, type TrainResult, type TrajectoryGroup } from "./trainer/index.js";
 
 export interface JobSpec {
   kind: "sft" | "rl";
@@ -27,27 +27,27 @@ function send(message: JobMessage): Promise<void> {
 }
 
 async function run(spec: JobSpec): Promise<Record<string, number>> {
+  const common = {
+    baseModelPath: spec.baseModelPath,
+    adapterPath: spec.adapterPath,
+    outputPath: spec.outputPath,
+    experimentalConfig: spec.experimentalConfig,
+    onStart: (info: { num_sequences: number }) => send({ type: "started", data: { ...info } }),
+  };
+  const onStep = (metrics: Record<string, number>) => send({ type: "step", metrics });
+  let result: TrainResult;
   if (spec.kind === "sft") {
     const text = await readFile(spec.dataPath, "utf8");
     const examples = text
       .split("\n")
       .filter((l) => l.trim())
       .map((l) => JSON.parse(l) as SftExample);
-    const result = await trainSft(
-      {
-        baseModelPath: spec.baseModelPath,
-        adapterPath: spec.adapterPath,
-        outputPath: spec.outputPath,
-        examples,
-        config: spec.config,
-        experimentalConfig: spec.experimentalConfig,
-        onStart: (info) => send({ type: "started", data: { ...info } }),
-      },
-      (metrics) => send({ type: "step", metrics }),
-    );
-    return finalMetrics(result.finalMetrics, { steps: result.steps, num_sequences: result.numSequences });
+    result = await trainSft({ ...common, examples, config: spec.config }, onStep);
+  } else {
+    const { trajectory_groups } = JSON.parse(await readFile(spec.dataPath, "utf8")) as { trajectory_groups: TrajectoryGroup[] };
+    result = await trainRl({ ...common, groups: trajectory_groups }, onStep);
   }
-  throw new Error(`Training jobs of kind '${spec.kind}' are not supported by this trainer.`);
+  return finalMetrics(result.finalMetrics, { steps: result.steps, num_sequences: result.numSequences });
 }
 
 /** A checkpoint's metrics: the last step's, without its step counter (the checkpoint has its own step). */

@@ -88,11 +88,12 @@ function tokenizeTurns(
   for (const i of order) {
     const prompt = renderer(messages.slice(0, i), { tools, addGenerationPrompt: true });
     if (!prompt.startsWith(text)) throw notIncremental(i);
-    if (tokens.length === 0 && tokenizer.prependBos && tokenizer.bos !== null) {
-      const bosFirst = tokenizer.tokenize(prompt.slice(0, 64))[0];
-      if (bosFirst !== tokenizer.bos) push([tokenizer.bos], false);
+    const context = tokenizer.tokenize(prompt.slice(text.length));
+    // Same rule as the inference engine: BOS goes first when the model wants one and the template did not write it.
+    if (tokens.length === 0 && tokenizer.prependBos && tokenizer.bos !== null && context[0] !== tokenizer.bos) {
+      context.unshift(tokenizer.bos);
     }
-    push(tokenizer.tokenize(prompt.slice(text.length)), false);
+    push(context, false);
     const full = renderer(messages.slice(0, i + 1), { tools, addGenerationPrompt: false });
     if (!full.startsWith(prompt)) throw notIncremental(i);
     const completion = completionTokens(full.slice(prompt.length), targets.get(i), tokenizer);

@@ -105,8 +105,3 @@ export function forwardHidden(model: BaseModel, tokens: ArrayLike<number>, opts:
 export function forwardLogits(model: BaseModel, tokens: ArrayLike<number>, opts: ForwardOptions = {}): tf.Tensor2D {
   return model.output.apply(forwardHidden(model, tokens, opts));
 }
-
-/** Log-probabilities [T, vocab]; row t predicts token t+1. */
-export function forwardLogProbs(model: BaseModel, tokens: ArrayLike<number>, opts: ForwardOptions = {}): tf.Tensor2D {
-  return tf.logSoftmax(forwardLogits(model, tokens, opts));
-}

@@ -6,6 +6,8 @@ import type { ChatTokenizer } from "./chat-tokens.js";
 export interface ModelChat {
   tokenizer: ChatTokenizer;
   renderer: ChatRenderer;
+  /** Tokens the model was trained to attend over; longer training sequences are cut to it. */
+  contextLength: number;
   dispose(): Promise<void>;
 }
 
@@ -34,5 +36,5 @@ export async function openModelChat(modelPath: string): Promise<ModelChat> {
     bosToken: model.tokens.bosString ?? "",
     eosToken: model.tokens.eosString ?? "",
   });
-  return { tokenizer, renderer, dispose: () => model.dispose() };
+  return { tokenizer, renderer, contextLength: model.trainContextSize > 0 ? model.trainContextSize : Number.POSITIVE_INFINITY, dispose: () => model.dispose() };
 }

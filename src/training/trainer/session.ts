@@ -27,11 +27,14 @@ export async function openSession(options: SessionOptions): Promise<TrainingSess
   await initTensorBackend();
   const model = await loadBaseModel(options.baseModelPath);
   try {
-    // A resumed adapter keeps its own rank, alpha and modules; only dropout follows the request.
-    const adapter = options.adapterPath
-      ? { ...(await loadLoraAdapter(options.adapterPath, model)) }
-      : createLoraAdapter(model, options.lora, options.seed);
-    if (options.adapterPath) adapter.config = { ...adapter.config, dropout: options.lora.dropout };
+    let adapter: LoraAdapter;
+    if (options.adapterPath) {
+      // A resumed adapter keeps its own rank, alpha and modules; only dropout follows the request.
+      const loaded = await loadLoraAdapter(options.adapterPath, model);
+      adapter = { ...loaded, config: { ...loaded.config, dropout: options.lora.dropout } };
+    } else {
+      adapter = createLoraAdapter(model, options.lora, options.seed);
+    }
     const vars = loraVariables(adapter);
     return { model, adapter, vars, optimizer: new AdamW(vars, { beta1: 0.9, beta2: 0.999, epsilon: 1e-8, weightDecay: options.weightDecay }) };
   } catch (err) {

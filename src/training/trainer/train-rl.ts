@@ -59,7 +59,7 @@ export async function trainRl(job: RlJob, onStep: OnStep): Promise<TrainResult> 
   let dropped = 0;
   const chat = await openModelChat(job.baseModelPath);
   try {
-    const tokenizeOptions = { renderer: chat.renderer, tokenizer: chat.tokenizer, maxLength: config.maxSequenceLength, overflow: config.overflow };
+    const tokenizeOptions = { renderer: chat.renderer, tokenizer: chat.tokenizer, maxLength: Math.min(config.maxSequenceLength, chat.contextLength), overflow: config.overflow };
     job.groups.forEach((group, gi) => {
       const groupAdvantages = adv.advantages[gi];
       if (!groupAdvantages) return;

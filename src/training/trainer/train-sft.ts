@@ -53,7 +53,7 @@ export async function trainSft(job: SftJob, onStep: OnStep): Promise<TrainResult
   const sequences: TokenizedSequence[] = [];
   let dropped = 0;
   try {
-    const tokenizeOptions = { renderer: chat.renderer, tokenizer: chat.tokenizer, maxLength: config.maxSequenceLength, overflow: config.overflow };
+    const tokenizeOptions = { renderer: chat.renderer, tokenizer: chat.tokenizer, maxLength: Math.min(config.maxSequenceLength, chat.contextLength), overflow: config.overflow };
     for (const example of job.examples) {
       const r = tokenizeSftConversation(example.messages, example.tools, config.assistantTurns, tokenizeOptions);
       if (r.ok) sequences.push(r.sequence);
