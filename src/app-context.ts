@@ -29,7 +29,7 @@ export async function createAppContext(config: Config, logger: Logger, options: 
   const engines = new EnginePool({ parallel: config.parallel, maxQueue: config.maxQueue, threads: config.threads }, logger);
   const chat = new ChatService(db, config.dataDir, registry, engines, config.tokenQuota);
   const worker = (options.startWorker ?? config.worker)
-    ? new TrainingWorker(db, { dataDir: config.dataDir, device: "cpu", executor: processExecutor(db, config.dataDir, registry), logger })
+    ? new TrainingWorker(db, { dataDir: config.dataDir, device: "cpu", executor: processExecutor(db, config.dataDir, registry), logger, leaseMs: config.leaseSeconds * 1000 })
     : undefined;
   await worker?.start();
   return {

@@ -23,6 +23,8 @@ export interface Config {
   maxQueue: number;
   /** llama.cpp threads per model; on a busy machine fewer threads decode faster than more. */
   threads: number;
+  /** A running job's lease; a worker that stops renewing it loses the job after this long. */
+  leaseSeconds: number;
   /** Tokens each entity may use per calendar month (UTC) on the chat endpoints; 0 means no limit. */
   tokenQuota: number;
   /** `file://` training data must be inside this directory. */
@@ -48,6 +50,7 @@ export const SETTINGS = {
   maxQueue: { flag: "max-queue", env: "GYRE_MAX_QUEUE", default: "32" },
   threads: { flag: "threads", env: "GYRE_THREADS", default: "auto" },
   tokenQuota: { flag: "token-quota", env: "GYRE_TOKEN_QUOTA", default: "0" },
+  leaseSeconds: { flag: "lease-seconds", env: "GYRE_LEASE_SECONDS", default: "30" },
   maxConcurrentRequests: { flag: "max-concurrent-requests", env: "GYRE_MAX_CONCURRENT_REQUESTS", default: "256" },
 } as const;
 
@@ -81,6 +84,7 @@ export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Nod
     // One core is left to the HTTP side and the trainer.
     threads: get("threads") === "auto" ? Math.max(1, os.availableParallelism() - 1) : positiveInt(get("threads"), "threads"),
     tokenQuota: nonNegativeInt(get("tokenQuota"), "token-quota"),
+    leaseSeconds: positiveInt(get("leaseSeconds"), "lease-seconds"),
     maxBodyBytes: { search: 32 * 1024 * 1024, training: 64 * 1024 * 1024, inference: 4 * 1024 * 1024 },
     maxConcurrentRequests: positiveInt(get("maxConcurrentRequests"), "max-concurrent-requests"),
   };
@@ -97,6 +101,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     maxQueue: config.maxQueue,
     threads: config.threads,
     tokenQuota: config.tokenQuota,
+    leaseSeconds: config.leaseSeconds,
     host: config.host,
     ports: config.ports,
     services: config.services,

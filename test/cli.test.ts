@@ -102,3 +102,49 @@ describe("gyre CLI", () => {
     expect(gyre("serve", "--services", "search,nope").stderr).toContain("Unknown service 'nope'");
   });
 });
+
+describe("gyre CLI for models, search, jobs and usage", () => {
+  it("lists and adds models, searches, follows a job to its end, and totals usage", async () => {
+    const listed = gyre("models", "list");
+    expect(listed.stdout).toMatch(/^tiny-chat\tllama\tctx 2048\t/m);
+    const added = gyre("models", "add", path.join(dataDir, "models", "tiny-chat.gguf"), "--id", "tiny-copy");
+    expect(added.stdout).toContain("added tiny-copy: llama, context 2048");
+    expect(gyre("models", "list").stdout).toMatch(/^tiny-copy\t/m);
+    expect(gyre("models", "add", "/nonexistent.gguf").status).toBe(1);
+
+    const s = await serve();
+    const key = readFileSync(path.join(dataDir, "api-key"), "utf8").trim();
+    const call = async (url: string, body: unknown, type = "application/json") =>
+      (await fetch(url, { method: "POST", headers: { Authorization: `Bearer ${key}`, "content-type": type }, body: typeof body === "string" ? body : JSON.stringify(body) })).json();
+    await call(`${s.urls.search}/agents/otel/v1/traces`, {
+      resourceSpans: [{ resource: { attributes: [{ key: "gyre.entity", value: { stringValue: "local" } }, { key: "gyre.project", value: { stringValue: "cli" } }] },
+        scopeSpans: [{ spans: [{ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", name: "chat", startTimeUnixNano: "1795276800000000000", endTimeUnixNano: "1795276801000000000",
+          attributes: [{ key: "gen_ai.input.messages", value: { stringValue: JSON.stringify([{ role: "user", parts: [{ type: "text", content: "Where is the harbour?" }] }]) } }] }] }] }],
+    });
+    const data = ["north", "south"].map((d) => JSON.stringify({ messages: [{ role: "user", content: "Where?" }, { role: "assistant", content: d }] })).join("\n");
+    await call(`${s.urls.training}/v1/preview/datasets?project=cli&name=d`, data, "application/jsonl");
+    const model = await call(`${s.urls.training}/v1/preview/models`, { project: "cli", name: "m", base_model: "tiny-chat" });
+    const job = await call(`${s.urls.training}/v1/preview/sft-training-jobs`, { model_id: model.id, training_data_url: "dataset:///local/cli/d:v0", config: { epochs: 3 } });
+    await call(`${s.urls.inference}/v1/chat/completions`, { model: "tiny-chat", messages: [{ role: "user", content: "hi" }], max_tokens: 3 });
+
+    const followed = await new Promise<{ code: number | null; out: string }>((resolve) => {
+      const child = spawn(tsx, [cli, "jobs", "follow", job.id, "--data-dir", dataDir], { env });
+      let out = "";
+      child.stdout.on("data", (d) => (out += d));
+      child.on("exit", (code) => resolve({ code, out }));
+    });
+    expect(followed.code).toBe(0);
+    expect(followed.out).toMatch(/training started .*num_sequences 2/);
+    expect(followed.out).toMatch(/step 1 +loss \d/);
+    expect(followed.out).toContain("job succeeded: checkpoint step 1");
+
+    const found = gyre("search", "harbour", "--project", "local/cli");
+    expect(found.stdout).toContain("1 conversation(s)");
+    expect(found.stdout).toMatch(/user +Where is the harbour\?/);
+    const jobs = gyre("jobs", "list");
+    expect(jobs.stdout).toContain(`${job.id}\tsft\tsucceeded`);
+    const usage = gyre("usage");
+    expect(usage.stdout).toMatch(/^local\/\ttiny-chat\t1\t\d+\t\d+\t\d+$/m);
+    expect(await stop(s)).toBe(0);
+  }, 300_000);
+});

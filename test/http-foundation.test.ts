@@ -144,14 +144,6 @@ describe("HTTP foundation", () => {
     });
   });
 
-  describe("operations not yet available", () => {
-    it("answer 501 in the service's shape", async () => {
-      const r = await searchClient(s.url("search"), s.key).POST("/agents/search", { body: { project_id: "local/p" } });
-      expect(r.response.status).toBe(501);
-      expect((r.error as { detail: string }).detail).toMatch(/not available/);
-    });
-  });
-
   describe("health and metrics", () => {
     it("each service has a health check and Prometheus metrics", async () => {
       for (const [spec, path] of [["search", "/health"], ["inference", "/health"], ["training", "/v1/health"]] as const) {

@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { dialectOf } from "../store/db.js";
 import { extractMessages, spanGenAi } from "./extract.js";
 import type { AttrMap, OtlpSpan } from "./otlp-types.js";
 import { contentDigest, searchText } from "./text.js";
@@ -82,7 +83,24 @@ interface PendingMessage {
 
 const ZERO_TRACE = "0".repeat(32);
 const ZERO_SPAN = "0".repeat(16);
-const ROWS_PER_INSERT = 400;
+type ColumnType = "text" | "bigint";
+type Columns = readonly (readonly [name: string, type: ColumnType])[];
+
+const SPAN_COLUMNS = [
+  ["project", "text"], ["trace_id", "text"], ["span_id", "text"], ["parent_span_id", "text"], ["name", "text"], ["kind", "bigint"],
+  ["start_us", "bigint"], ["end_us", "bigint"], ["operation_name", "text"], ["provider_name", "text"], ["request_model", "text"],
+  ["response_model", "text"], ["agent_name", "text"], ["conversation_id", "text"], ["conversation_name", "text"],
+  ["conversation_key", "text"], ["resource_attributes", "text"], ["attributes", "text"], ["events", "text"],
+] as const satisfies readonly (readonly [keyof SpanRow, ColumnType])[];
+const MESSAGE_COLUMNS: Columns = [
+  ["project", "text"], ["trace_id", "text"], ["span_id", "text"], ["ordinal", "bigint"], ["role", "text"], ["content_id", "bigint"],
+  ["conversation_key", "text"], ["agent_name", "text"], ["provider_name", "text"], ["request_model", "text"], ["started_us", "bigint"],
+];
+const CONVERSATION_COLUMNS: Columns = [
+  ["project", "text"], ["conversation_key", "text"], ["conversation_name", "text"], ["name_us", "bigint"], ["name_span", "text"],
+  ["agent_name", "text"], ["agent_us", "bigint"], ["agent_span", "text"],
+];
+const CONTENT_COLUMNS: Columns = [["digest", "text"], ["content", "text"], ["search_text", "text"]];
 
 /**
  * Stores the spans of one export request and their messages in one transaction: when this resolves, every
@@ -118,33 +136,68 @@ export async function ingestSpans(db: Knex, spans: OtlpSpan[], options: IngestOp
   if (ordered.length > 0) {
     written = await db.transaction(async (trx) => {
       const fresh = await insertNewSpans(trx, ordered.map(([, row]) => row));
+      if (fresh.size === 0) return 0;
+      await upsertConversations(trx, ordered.filter(([key]) => fresh.has(key)).map(([, row]) => row));
       const pending = ordered.filter(([key]) => fresh.has(key)).flatMap(([key]) => messages.get(key) ?? []);
       if (pending.length === 0) return 0;
       const contentIds = await storeContent(trx, pending);
       const messageRows = pending.map((message) => {
         const span = rows.get(message.spanKey) as SpanRow;
-        return {
-          project: span.project,
-          trace_id: span.trace_id,
-          span_id: span.span_id,
-          ordinal: message.ordinal,
-          role: message.role,
-          content_id: contentIds.get(message.digest) as number,
-          conversation_key: span.conversation_key,
-          agent_name: span.agent_name,
-          provider_name: span.provider_name,
-          request_model: span.request_model,
-          started_us: span.start_us,
-        };
+        return [
+          span.project,
+          span.trace_id,
+          span.span_id,
+          message.ordinal,
+          message.role,
+          contentIds.get(message.digest) as number,
+          span.conversation_key,
+          span.agent_name,
+          span.provider_name,
+          span.request_model,
+          span.start_us,
+        ];
       });
-      for (let i = 0; i < messageRows.length; i += ROWS_PER_INSERT) {
-        await trx("search_messages").insert(messageRows.slice(i, i + ROWS_PER_INSERT));
-      }
+      await insertRows(trx, "search_messages", MESSAGE_COLUMNS, messageRows, "");
       return messageRows.length;
     });
   }
   const more = rejected > reasons.length ? `; and ${rejected - reasons.length} more` : "";
   return { accepted: rows.size, rejected, errorMessage: rejected > 0 ? reasons.join("; ") + more : "", messages: written };
+}
+
+/**
+ * Inserts rows sent as one JSON parameter (an array of row arrays) that the database unpacks itself: a
+ * statement and a parameter per batch rather than per row. Binding values one by one cost the client more
+ * than the database spent storing them. Returns the rows of the `suffix` (a RETURNING clause).
+ */
+async function insertRows<T>(trx: Knex.Transaction, table: string, columns: Columns, rows: Knex.Value[][], suffix: string): Promise<T[]> {
+  if (rows.length === 0) return [];
+  const names = columns.map(([name]) => name).join(", ");
+  const sql =
+    dialectOf(trx) === "sqlite"
+      ? // WHERE true: without it SQLite would read ON CONFLICT as a join constraint.
+        `INSERT INTO ${table} (${names}) SELECT ${columns.map((_, i) => `value ->> ${i}`).join(", ")} FROM json_each(?) WHERE true ${suffix}`
+      : `INSERT INTO ${table} (${names}) SELECT ${columns.map(([, type], i) => `(r ->> ${i})::${type}`).join(", ")} FROM json_array_elements(?::json) r ${suffix}`;
+  const result = await trx.raw<unknown>(sql, [wellFormedJson(rows)]);
+  return suffix === "" ? [] : rowsOf<T>(result);
+}
+
+const ESCAPED_LONE_SURROGATE = /(?<=(?:^|[^\\])(?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g;
+
+/**
+ * JSON.stringify writes a lone surrogate as a \\udXXXX escape, which PostgreSQL refuses and SQLite would store
+ * as invalid UTF-8. A bound string parameter would have become U+FFFD; so does it here. (Paired surrogates are
+ * written as the characters themselves, so every escape left is a lone one.)
+ */
+function wellFormedJson(rows: Knex.Value[][]): string {
+  const json = JSON.stringify(rows);
+  return json.includes("\\ud") ? json.replace(ESCAPED_LONE_SURROGATE, "\ufffd") : json;
+}
+
+/** knex.raw returns an array of rows on SQLite and a pg Result (`.rows`) on PostgreSQL. */
+function rowsOf<T>(result: unknown): T[] {
+  if (Array.isArray(result)) return result as T[];
+  return (result as { rows: T[] }).rows;
 }
 
 function invalidSpan(span: OtlpSpan, headerProject: string | null | undefined): string | null {
@@ -177,23 +230,65 @@ function spanRow(span: OtlpSpan, project: string): SpanRow {
     conversation_name: genAi.conversationName,
     conversation_key: genAi.conversationId !== "" ? genAi.conversationId : `trace:${span.traceId}`,
     resource_attributes: JSON.stringify(span.resource),
-    attributes: JSON.stringify(span.attributes),
+    attributes: JSON.stringify(withoutPayloads(span.attributes)),
     events: JSON.stringify(span.events, (_key, value: unknown) => (typeof value === "bigint" ? value.toString() : value)),
   };
 }
 
+const PAYLOADS = new Set(["gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions", "gen_ai.tool.call.arguments", "gen_ai.tool.call.result"]);
+const INDEXED_CONTENT = /^gen_ai\.(prompt|completion)\.\d+\.content$/;
+
+/** The span's attributes without the message texts, which search_content already holds once per digest. */
+function withoutPayloads(attributes: AttrMap): AttrMap {
+  const kept: AttrMap = {};
+  for (const [key, value] of Object.entries(attributes)) {
+    if (!PAYLOADS.has(key) && !INDEXED_CONTENT.test(key)) kept[key] = value;
+  }
+  return kept;
+}
+
 /** Inserts the spans not stored yet; returns the keys of those this transaction inserted. */
 async function insertNewSpans(trx: Knex.Transaction, rows: SpanRow[]): Promise<Set<string>> {
-  const fresh = new Set<string>();
-  for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
-    const inserted: { project: string; trace_id: string; span_id: string }[] = await trx("search_spans")
-      .insert(rows.slice(i, i + ROWS_PER_INSERT))
-      .onConflict(["project", "trace_id", "span_id"])
-      .ignore()
-      .returning(["project", "trace_id", "span_id"]);
-    for (const row of inserted) fresh.add(`${row.project}\u0000${row.trace_id}\u0000${row.span_id}`);
+  const inserted = await insertRows<{ project: string; trace_id: string; span_id: string }>(
+    trx,
+    "search_spans",
+    SPAN_COLUMNS,
+    rows.map((row) => SPAN_COLUMNS.map(([column]) => row[column])),
+    "ON CONFLICT (project, trace_id, span_id) DO NOTHING RETURNING project, trace_id, span_id",
+  );
+  return new Set(inserted.map((row) => `${row.project}\u0000${row.trace_id}\u0000${row.span_id}`));
+}
+
+/**
+ * Keeps each conversation's newest non-empty name and agent: the batch's newest first (one row per
+ * conversation, as one statement may touch a row only once), then the stored one where it is newer.
+ */
+async function upsertConversations(trx: Knex.Transaction, spans: SpanRow[]): Promise<void> {
+  interface Newest { value: string; us: number; span: string }
+  const newer = (candidate: Newest, current: Newest) => candidate.us > current.us || (candidate.us === current.us && candidate.span > current.span);
+  const batch = new Map<string, { project: string; key: string; name: Newest; agent: Newest }>();
+  for (const span of spans) {
+    const id = `${span.project}\u0000${span.conversation_key}`;
+    const entry = batch.get(id) ?? { project: span.project, key: span.conversation_key, name: { value: "", us: -1, span: "" }, agent: { value: "", us: -1, span: "" } };
+    batch.set(id, entry);
+    const at = { us: span.start_us, span: span.span_id };
+    if (span.conversation_name !== "" && newer({ value: span.conversation_name, ...at }, entry.name)) entry.name = { value: span.conversation_name, ...at };
+    if (span.agent_name !== "" && newer({ value: span.agent_name, ...at }, entry.agent)) entry.agent = { value: span.agent_name, ...at };
   }
-  return fresh;
+  const rows = [...batch.values()]
+    .sort((a, b) => (a.project + "\u0000" + a.key < b.project + "\u0000" + b.key ? -1 : 1))
+    .map((c) => [c.project, c.key, c.name.value, c.name.us, c.name.span, c.agent.value, c.agent.us, c.agent.span]);
+  const newest = (value: string, us: string, span: string) => {
+    const wins = `(excluded.${us} > search_conversations.${us} OR (excluded.${us} = search_conversations.${us} AND excluded.${span} > search_conversations.${span}))`;
+    return [value, us, span].map((column) => `${column} = CASE WHEN ${wins} THEN excluded.${column} ELSE search_conversations.${column} END`).join(", ");
+  };
+  await insertRows(
+    trx,
+    "search_conversations",
+    CONVERSATION_COLUMNS,
+    rows,
+    `ON CONFLICT (project, conversation_key) DO UPDATE SET ${newest("conversation_name", "name_us", "name_span")}, ${newest("agent_name", "agent_us", "agent_span")}`,
+  );
 }
 
 /** Stores each distinct content once; returns the id of every digest the messages need. */
@@ -202,28 +297,33 @@ async function storeContent(trx: Knex.Transaction, pending: PendingMessage[]): P
   for (const message of pending) byDigest.set(message.digest, message.content);
   const digests = [...byDigest.keys()].sort();
   const ids = new Map<string, number>();
-  for (let i = 0; i < digests.length; i += ROWS_PER_INSERT) {
-    const chunk = digests.slice(i, i + ROWS_PER_INSERT);
-    const known: { id: number | string; digest: string }[] = await trx("search_content").select("id", "digest").whereIn("digest", chunk);
-    for (const row of known) ids.set(row.digest, Number(row.id));
-    const missing = chunk.filter((digest) => !ids.has(digest));
-    if (missing.length === 0) continue;
-    const rows = missing.map((digest) => {
+  const lookUp = async (wanted: string[]) => {
+    const known = await trx.raw<unknown>(
+      dialectOf(trx) === "sqlite"
+        ? "SELECT id, digest FROM search_content WHERE digest IN (SELECT value FROM json_each(?))"
+        : "SELECT id, digest FROM search_content WHERE digest IN (SELECT json_array_elements_text(?::json))",
+      [JSON.stringify(wanted)],
+    );
+    for (const row of rowsOf<{ id: number | string; digest: string }>(known)) ids.set(row.digest, Number(row.id));
+  };
+  // Repeated contents (system prompts, resent history) are the common case: look them up before computing
+  // and sending their word strings.
+  await lookUp(digests);
+  const missing = digests.filter((digest) => !ids.has(digest));
+  if (missing.length === 0) return ids;
+  const inserted = await insertRows<{ id: number | string; digest: string }>(
+    trx,
+    "search_content",
+    CONTENT_COLUMNS,
+    missing.map((digest) => {
       const content = byDigest.get(digest) as string;
-      return { digest, content, search_text: searchText(content) };
-    });
-    const inserted: { id: number | string; digest: string }[] = await trx("search_content")
-      .insert(rows)
-      .onConflict("digest")
-      .ignore()
-      .returning(["id", "digest"]);
-    for (const row of inserted) ids.set(row.digest, Number(row.id));
-    // Another writer inserted these between our read and our insert; read their ids.
-    const raced = missing.filter((digest) => !ids.has(digest));
-    if (raced.length > 0) {
-      const stored: { id: number | string; digest: string }[] = await trx("search_content").select("id", "digest").whereIn("digest", raced);
-      for (const row of stored) ids.set(row.digest, Number(row.id));
-    }
-  }
+      return [digest, content, searchText(content)];
+    }),
+    "ON CONFLICT (digest) DO NOTHING RETURNING id, digest",
+  );
+  for (const row of inserted) ids.set(row.digest, Number(row.id));
+  // Another writer inserted these between our read and our insert; read their ids.
+  const raced = missing.filter((digest) => !ids.has(digest));
+  if (raced.length > 0) await lookUp(raced);
   return ids;
 }

@@ -244,18 +244,12 @@ async function pageMessages(db: Knex, where: Where, keys: string[], dedupe: bool
 }
 
 async function conversationNames(db: Knex, project: string, keys: string[]): Promise<Map<string, { conversation_name: string; agent_name: string }>> {
-  const inKeys = keys.map(() => "?").join(", ");
-  const newest = (column: string) =>
-    `SELECT conversation_key, '${column}' AS field, ${column} AS value FROM (
-       SELECT conversation_key, ${column}, ROW_NUMBER() OVER (PARTITION BY conversation_key ORDER BY start_us DESC, span_id DESC) AS n
-         FROM search_spans WHERE project = ? AND conversation_key IN (${inKeys}) AND ${column} <> '') s WHERE n = 1`;
-  const result = await db.raw<unknown>(`${newest("conversation_name")} UNION ALL ${newest("agent_name")}`, [project, ...keys, project, ...keys]);
+  const result = await db.raw<unknown>(
+    `SELECT conversation_key, conversation_name, agent_name FROM search_conversations WHERE project = ? AND conversation_key IN (${keys.map(() => "?").join(", ")})`,
+    [project, ...keys],
+  );
   const names = new Map<string, { conversation_name: string; agent_name: string }>();
-  for (const row of rowsOf<{ conversation_key: string; field: "conversation_name" | "agent_name"; value: string }>(result)) {
-    const entry = names.get(row.conversation_key) ?? { conversation_name: "", agent_name: "" };
-    entry[row.field] = row.value;
-    names.set(row.conversation_key, entry);
-  }
+  for (const row of rowsOf<{ conversation_key: string; conversation_name: string; agent_name: string }>(result)) names.set(row.conversation_key, row);
   return names;
 }
 

@@ -56,6 +56,9 @@ function finalMetrics(last: Record<string, number> | undefined, totals: Record<s
   return { ...rest, ...totals };
 }
 
+// A worker that died (or was killed) leaves nobody to report to: stop at once instead of training for nothing.
+process.once("disconnect", () => process.exit(1));
+
 process.once("message", (spec: JobSpec) => {
   run(spec).then(
     async (metrics) => {

@@ -3,7 +3,7 @@ import { dialectOf } from "../db.js";
 import type { Migration } from "./types.js";
 
 /**
- * Message search: spans, one row per message occurrence, and each distinct content once with its
+ * Message search: spans, one row per message occurrence, one per conversation, and each distinct content once with its
  * normalised word string (see src/search/text.ts). Full text: FTS5 on SQLite, a tsvector + GIN on
  * PostgreSQL; both index the same words, built in JS, so both engines match the same rows.
  */
@@ -31,10 +31,24 @@ export const searchMigration: Migration = {
       /** The conversation id, or `trace:<trace_id>` for a span without one (the search's grouping key). */
       t.text("conversation_key").notNullable();
       t.text("resource_attributes").notNullable();
+      // Without the message payloads: their text is stored once, in search_content.
       t.text("attributes").notNullable();
       t.text("events").notNullable();
       t.primary(["project", "trace_id", "span_id"]);
-      t.index(["project", "conversation_key", "start_us"], "search_spans_conversation");
+    });
+    // One row per conversation, kept current at ingestion, so that naming a page of results reads a row per
+    // conversation instead of ranking all its spans.
+    await db.schema.createTable("search_conversations", (t) => {
+      t.string("project", 201).notNullable();
+      t.text("conversation_key").notNullable();
+      // The newest non-empty value and the (start, span id) of the span that sent it; -1 while none was sent.
+      t.text("conversation_name").notNullable();
+      t.bigInteger("name_us").notNullable();
+      t.string("name_span", 16).notNullable();
+      t.text("agent_name").notNullable();
+      t.bigInteger("agent_us").notNullable();
+      t.string("agent_span", 16).notNullable();
+      t.primary(["project", "conversation_key"]);
     });
     await db.schema.createTable("search_content", (t) => {
       t.increments("id").primary();
@@ -84,6 +98,7 @@ export const searchMigration: Migration = {
     if (dialectOf(db) === "sqlite") await db.raw("DROP TABLE IF EXISTS search_content_fts");
     await db.schema.dropTableIfExists("search_messages");
     await db.schema.dropTableIfExists("search_content");
+    await db.schema.dropTableIfExists("search_conversations");
     await db.schema.dropTableIfExists("search_spans");
   },
 };
