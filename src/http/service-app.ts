@@ -60,6 +60,12 @@ export async function createServiceApp(def: ServiceDefinition, deps: Deps): Prom
   const api = await loadApi(def);
   const app = new Koa();
   app.proxy = false;
+  app.silent = true;
+  app.on("error", (err: Error & { code?: string }) => {
+    // A client that leaves mid-stream is not a server fault; its generation was already cancelled.
+    if (err.code === "ERR_STREAM_PREMATURE_CLOSE" || err.code === "ECONNRESET" || err.code === "EPIPE") return;
+    deps.logger.error({ service: def.name, err: { message: err.message, code: err.code } }, "response failed");
+  });
   let inFlight = 0;
 
   app.use(async (ctx) => {

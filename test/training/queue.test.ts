@@ -116,6 +116,21 @@ describe.each(DIALECTS)("job queue on %s", (dialect) => {
     expect((await listCheckpoints(t.db, model, { limit: 10, order: "asc" })).data).toHaveLength(1);
   });
 
+  it("hands a running job back to the queue when its worker shuts down, without counting an attempt", async () => {
+    const model = await createModel(t.db, principal, { project: "p", name: "restart", base_model: "tiny" }, catalog);
+    const job = await createRlJob(t.db, principal, { model_id: model.id, trajectory_groups: groups }, t.dataDir);
+    const first = new TrainingWorker(t.db, { dataDir: t.dataDir, device: "cpu", executor: recordingExecutor(t, [], { ms: 60_000 }), logger, pollMs: 20 });
+    await first.start();
+    await until(async () => (await getJob(t.db, principal, job.id)).status === "running");
+    await first.stop();
+    expect(await getJob(t.db, principal, job.id)).toMatchObject({ status: "queued", attempts: 0 });
+    const second = new TrainingWorker(t.db, { dataDir: t.dataDir, device: "cpu", executor: recordingExecutor(t, []), logger, pollMs: 20 });
+    await second.start();
+    await until(async () => (await getJob(t.db, principal, job.id)).status === "succeeded");
+    await second.stop();
+    expect((await getJob(t.db, principal, job.id)).attempts).toBe(1);
+  });
+
   it("fails a job whose training throws, with the error in the event", async () => {
     const model = await createModel(t.db, principal, { project: "p", name: "boom", base_model: "tiny" }, catalog);
     const job = await createRlJob(t.db, principal, { model_id: model.id, trajectory_groups: groups }, t.dataDir);
