@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import type { components } from "../../generated/inference.js";
 import type { Principal } from "../auth/keys.js";
 
 export interface UsageRecord {
@@ -22,14 +23,7 @@ export async function recordUsage(db: Knex, u: UsageRecord): Promise<void> {
   });
 }
 
-export interface UsageTotal {
-  project: string;
-  model: string;
-  requests: number;
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
+export type UsageTotal = components["schemas"]["UsageTotal"];
 
 /** Totals of the key's entity by project and model; `since` inclusive, `until` exclusive. */
 export async function usageTotals(db: Knex, principal: Principal, filter: { project?: string; model?: string; since?: Date; until?: Date }): Promise<UsageTotal[]> {

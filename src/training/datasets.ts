@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { readFile, realpath, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { Knex } from "knex";
+import type { components } from "../../generated/training.js";
 import type { Principal } from "../auth/keys.js";
 import { authorizeProject, ensureProject } from "../auth/projects.js";
 import { AppError, invalid, notFound } from "../errors.js";
@@ -9,18 +10,7 @@ import { toIso } from "../store/values.js";
 import { ensureParent, trainingPaths } from "./files.js";
 import { validateSftData } from "./sft-data.js";
 
-export interface DatasetRecord {
-  id: string;
-  object: "dataset";
-  entity: string;
-  project: string;
-  name: string;
-  version: number;
-  url: string;
-  num_examples: number;
-  bytes: number;
-  created_at: string;
-}
+export type DatasetRecord = components["schemas"]["Dataset"];
 
 export interface TrainingDataOptions {
   dataDir: string;

@@ -3,14 +3,12 @@ import type { ChatMessage, ChatTool, Choice } from "./chat-types.js";
 import { isChoice } from "./chat-types.js";
 import { tokenizeTrajectory, type TokenizedSequence } from "./chat-tokens.js";
 import { openModelChat } from "./model-tokenizer.js";
-import { learningRateAt } from "./optimizer.js";
 import { computeAdvantages } from "./rl-advantages.js";
 import { rlSequenceLoss, type RlLossStats } from "./rl-loss.js";
-import { closeSession, openSession, saveAdapter } from "./session.js";
 import { parseRlConfig } from "./train-config.js";
 import type { TrainingStart, TrainResult } from "./train-sft.js";
-import { countTrainable } from "./train-sft.js";
-import { accumulateGradients, applyGradients, planSteps, throwIfAborted, type OnStep, type StepMetrics } from "./train-step.js";
+import { runTrainingLoop } from "./train-loop.js";
+import { planSteps, type OnStep } from "./train-step.js";
 import { tokenLogProbs } from "./token-logprobs.js";
 
 export interface History {
@@ -108,21 +106,11 @@ export async function trainRl(job: RlJob, onStep: OnStep): Promise<TrainResult> 
     num_trajectories: rewards.flat().length,
   };
 
-  const session = await openSession({
-    baseModelPath: job.baseModelPath,
-    adapterPath: job.adapterPath,
-    lora: config.lora,
-    weightDecay: config.weightDecay,
-    seed: config.seed,
-  });
-  try {
-    let finalMetrics: StepMetrics | undefined;
-    for (let step = 0; step < plan.length; step++) {
-      throwIfAborted(job.signal);
-      const started = performance.now();
-      const batch = plan[step];
-      const trainable = batch.reduce((n, s) => n + countTrainable(s), 0);
-      const tokens = batch.reduce((n, s) => n + s.tokens.length, 0);
+  const finalMetrics = await runTrainingLoop(
+    job,
+    config,
+    plan,
+    (session, batch, step, trainable) => {
       const stats: RlLossStats = { ratioSum: 0, clippedTokens: 0, klSum: 0 };
       const parts = batch.map((seq, k) => {
         const mask = Float32Array.from(seq.trainable.subarray(1));
@@ -141,38 +129,23 @@ export async function trainRl(job: RlJob, onStep: OnStep): Promise<TrainResult> 
           ) as tf.Scalar;
         };
       });
-      const { grads, loss } = await accumulateGradients(session.vars, parts, job.signal);
-      const learningRate = learningRateAt(step, plan.length, config);
-      const gradNorm = applyGradients(session.optimizer, grads, learningRate, config.maxGradNorm);
-      const seconds = (performance.now() - started) / 1000;
-      finalMetrics = {
-        step: step + 1,
-        loss,
-        grad_norm: gradNorm,
-        learning_rate: learningRate,
-        num_sequences: batch.length,
-        num_tokens: tokens,
-        num_trainable_tokens: trainable,
-        tokens_per_second: tokens / seconds,
+      const metrics = () => ({
         ...batchStats,
         importance_ratio_mean: trainable ? stats.ratioSum / trainable : 1,
         clipped_fraction: trainable ? stats.clippedTokens / trainable : 0,
         ...(config.klPenaltyCoef > 0 ? { kl: trainable ? stats.klSum / trainable : 0 } : {}),
-      };
-      await onStep(finalMetrics);
-    }
-    throwIfAborted(job.signal);
-    await saveAdapter(session, job.outputPath);
-    return {
-      adapterPath: job.outputPath,
-      steps: plan.length,
-      finalMetrics,
-      numSequences: sequences.length,
-      droppedSequences: dropped,
-      truncatedSequences: truncated,
-      ignoredConfigKeys: ignoredKeys,
-    };
-  } finally {
-    closeSession(session);
-  }
+      });
+      return { parts, metrics };
+    },
+    onStep,
+  );
+  return {
+    adapterPath: job.outputPath,
+    steps: plan.length,
+    finalMetrics,
+    numSequences: sequences.length,
+    droppedSequences: dropped,
+    truncatedSequences: truncated,
+    ignoredConfigKeys: ignoredKeys,
+  };
 }

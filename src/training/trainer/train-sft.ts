@@ -2,10 +2,9 @@ import { tf } from "./backend.js";
 import type { ChatMessage, ChatTool } from "./chat-types.js";
 import { tokenizeSftConversation, type TokenizedSequence } from "./chat-tokens.js";
 import { openModelChat } from "./model-tokenizer.js";
-import { learningRateAt } from "./optimizer.js";
-import { closeSession, openSession, saveAdapter } from "./session.js";
 import { parseSftConfig } from "./train-config.js";
-import { accumulateGradients, applyGradients, planSteps, shuffled, throwIfAborted, type OnStep, type StepMetrics } from "./train-step.js";
+import { runTrainingLoop } from "./train-loop.js";
+import { planSteps, shuffled, type OnStep, type StepMetrics } from "./train-step.js";
 import { tokenLogProbs } from "./token-logprobs.js";
 
 export interface SftExample {
@@ -71,22 +70,12 @@ export async function trainSft(job: SftJob, onStep: OnStep): Promise<TrainResult
   const truncated = sequences.filter((s) => s.truncated).length;
   await job.onStart?.({ num_sequences: sequences.length, num_steps: plan.length, dropped_sequences: dropped, truncated_sequences: truncated });
 
-  const session = await openSession({
-    baseModelPath: job.baseModelPath,
-    adapterPath: job.adapterPath,
-    lora: config.lora,
-    weightDecay: config.weightDecay,
-    seed: config.seed,
-  });
-  try {
-    let finalMetrics: StepMetrics | undefined;
-    for (let step = 0; step < plan.length; step++) {
-      throwIfAborted(job.signal);
-      const started = performance.now();
-      const batch = plan[step];
-      const trainable = batch.reduce((n, s) => n + countTrainable(s), 0);
-      const tokens = batch.reduce((n, s) => n + s.tokens.length, 0);
-      const parts = batch.map((seq, k) => () => {
+  const finalMetrics = await runTrainingLoop(
+    job,
+    config,
+    plan,
+    (session, batch, step, trainable) => ({
+      parts: batch.map((seq, k) => () => {
         const lp = tokenLogProbs(session.model, seq.tokens, {
           adapter: session.adapter,
           training: true,
@@ -94,41 +83,17 @@ export async function trainSft(job: SftJob, onStep: OnStep): Promise<TrainResult
         });
         const mask = tf.tensor1d(Float32Array.from(seq.trainable.subarray(1)));
         return lp.mul(mask).sum().neg().div(trainable) as tf.Scalar;
-      });
-      const { grads, loss } = await accumulateGradients(session.vars, parts, job.signal);
-      const learningRate = learningRateAt(step, plan.length, config);
-      const gradNorm = applyGradients(session.optimizer, grads, learningRate, config.maxGradNorm);
-      const seconds = (performance.now() - started) / 1000;
-      finalMetrics = {
-        step: step + 1,
-        loss,
-        grad_norm: gradNorm,
-        learning_rate: learningRate,
-        num_sequences: batch.length,
-        num_tokens: tokens,
-        num_trainable_tokens: trainable,
-        tokens_per_second: tokens / seconds,
-      };
-      await onStep(finalMetrics);
-    }
-    throwIfAborted(job.signal);
-    await saveAdapter(session, job.outputPath);
-    return {
-      adapterPath: job.outputPath,
-      steps: plan.length,
-      finalMetrics,
-      numSequences: sequences.length,
-      droppedSequences: dropped,
-      truncatedSequences: truncated,
-      ignoredConfigKeys: ignoredKeys,
-    };
-  } finally {
-    closeSession(session);
-  }
-}
-
-export function countTrainable(seq: TokenizedSequence): number {
-  let n = 0;
-  for (let i = 1; i < seq.trainable.length; i++) n += seq.trainable[i];
-  return n;
+      }),
+    }),
+    onStep,
+  );
+  return {
+    adapterPath: job.outputPath,
+    steps: plan.length,
+    finalMetrics,
+    numSequences: sequences.length,
+    droppedSequences: dropped,
+    truncatedSequences: truncated,
+    ignoredConfigKeys: ignoredKeys,
+  };
 }
