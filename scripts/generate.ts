@@ -4,21 +4,25 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { parseArgs } from "node:util";
 import { pathToFileURL } from "node:url";
 import openapiTS, { COMMENT_HEADER, astToString } from "openapi-typescript";
 
 const root = path.resolve(import.meta.dirname, "..");
 const SPECS = ["search", "training", "inference"];
+const { values } = parseArgs({ options: { check: { type: "boolean" }, "spec-dir": { type: "string" }, "out-dir": { type: "string" } } });
+const specDir = path.resolve(values["spec-dir"] ?? path.join(root, "spec"));
+const outDir = path.resolve(values["out-dir"] ?? path.join(root, "generated"));
 
 async function render(spec: string): Promise<string> {
-  const ast = await openapiTS(pathToFileURL(path.join(root, "spec", `${spec}.yaml`)), { silent: true, defaultNonNullable: false });
+  const ast = await openapiTS(pathToFileURL(path.join(specDir, `${spec}.yaml`)), { silent: true, defaultNonNullable: false });
   return `${COMMENT_HEADER}// Source: spec/${spec}.yaml. Regenerate with \`make generate\`.\n\n${astToString(ast)}`;
 }
 
-const check = process.argv.includes("--check");
+const check = values.check === true;
 const stale: string[] = [];
 for (const spec of SPECS) {
-  const target = path.join(root, "generated", `${spec}.ts`);
+  const target = path.join(outDir, `${spec}.ts`);
   const fresh = await render(spec);
   if (check) {
     let current = "";
@@ -27,14 +31,14 @@ for (const spec of SPECS) {
     } catch {
       // a missing file is stale too
     }
-    if (current !== fresh) stale.push(path.relative(root, target));
+    if (current !== fresh) stale.push(target);
   } else {
     writeFileSync(target, fresh);
-    console.log(`generated ${path.relative(root, target)} from spec/${spec}.yaml`);
+    console.log(`generated ${target} from ${path.join(specDir, `${spec}.yaml`)}`);
   }
 }
 if (stale.length) {
   console.error(`stale generated types: ${stale.join(", ")}; run 'make generate' and commit the result`);
   process.exit(1);
 }
-if (check) console.log("generated/ is up to date with spec/");
+if (check) console.log(`${outDir} is up to date with ${specDir}`);

@@ -85,4 +85,32 @@ describe("SFT through the training service", () => {
     const listed = await inference.models.list();
     expect(listed.data.map((m) => m.id)).toEqual(expect.arrayContaining(["tiny-chat", "local/faq/keeper:step0", "local/faq/keeper:step1"]));
   }, 900_000);
+
+  it("cancels a running job: it stops, says so in its events, and adds no checkpoint", async () => {
+    const api = trainingClient(s.url("training"), s.key);
+    const model = (await api.POST("/v1/preview/models", { body: { project: "faq", name: "cancelled", base_model: "tiny-chat" } })).data!;
+    const job = (await api.POST("/v1/preview/sft-training-jobs", { body: { model_id: model.id, training_data_url: "dataset:///local/faq/lighthouse:latest", config: { epochs: 100 } } })).data!;
+    const path = { training_job_id: job.id };
+    for (let i = 0; i < 600; i++) {
+      const events = await api.GET("/v1/preview/training-jobs/{training_job_id}/events", { params: { path } });
+      if (events.data!.data.some((e) => e.type === "gradient_step")) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    const cancelling = await api.POST("/v1/preview/training-jobs/{training_job_id}/cancel", { params: { path } });
+    expect(cancelling.response.status).toBe(200);
+    let status = cancelling.data!.status;
+    for (let i = 0; i < 600 && status !== "cancelled"; i++) {
+      await new Promise((r) => setTimeout(r, 200));
+      status = (await api.GET("/v1/preview/training-jobs/{training_job_id}", { params: { path } })).data!.status;
+    }
+    expect(status).toBe("cancelled");
+    const events = (await api.GET("/v1/preview/training-jobs/{training_job_id}/events", { params: { path, query: { limit: 100 } } })).data!;
+    expect(events.data.at(-1)).toMatchObject({ type: "training_failed", data: { cancelled: true } });
+    const again = await api.POST("/v1/preview/training-jobs/{training_job_id}/cancel", { params: { path } });
+    expect(again.response.status).toBe(409);
+    const checkpoints = await api.GET("/v1/preview/models/{model_id}/checkpoints", { params: { path: { model_id: model.id } } });
+    expect(checkpoints.data!.data.map((c) => c.step)).toEqual([0]);
+    const listed = await api.GET("/v1/preview/training-jobs", { params: { query: { model_id: model.id } } });
+    expect(listed.data!.data.map((j) => [j.id, j.status])).toEqual([[job.id, "cancelled"]]);
+  });
 });
