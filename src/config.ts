@@ -23,6 +23,8 @@ export interface Config {
   maxQueue: number;
   /** llama.cpp threads per model; on a busy machine fewer threads decode faster than more. */
   threads: number;
+  /** Check every JSON answer against the spec and turn a mismatch into a 500 (for tests and staging). */
+  validateResponses: boolean;
   /** A running job's lease; a worker that stops renewing it loses the job after this long. */
   leaseSeconds: number;
   /** Tokens each entity may use per calendar month (UTC) on the chat endpoints; 0 means no limit. */
@@ -51,6 +53,7 @@ export const SETTINGS = {
   threads: { flag: "threads", env: "GYRE_THREADS", default: "auto" },
   tokenQuota: { flag: "token-quota", env: "GYRE_TOKEN_QUOTA", default: "0" },
   leaseSeconds: { flag: "lease-seconds", env: "GYRE_LEASE_SECONDS", default: "30" },
+  validateResponses: { flag: "validate-responses", env: "GYRE_VALIDATE_RESPONSES", default: "off" },
   maxConcurrentRequests: { flag: "max-concurrent-requests", env: "GYRE_MAX_CONCURRENT_REQUESTS", default: "256" },
 } as const;
 
@@ -66,8 +69,11 @@ export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Nod
     if (!SERVICE_NAMES.includes(s as ServiceName)) throw new Error(`Unknown service '${s}' in --services; expected ${SERVICE_NAMES.join(", ")}.`);
   }
   const dataDir = path.resolve(get("dataDir"));
-  const worker = get("worker");
-  if (!["on", "off"].includes(worker)) throw new Error(`Invalid --worker '${worker}'; expected on or off.`);
+  const onOff = (name: SettingName): boolean => {
+    const value = get(name);
+    if (!["on", "off"].includes(value)) throw new Error(`Invalid --${SETTINGS[name].flag} '${value}'; expected on or off.`);
+    return value === "on";
+  };
   return {
     dataDir,
     host: get("host"),
@@ -78,7 +84,8 @@ export function loadConfig(flags: Partial<Record<SettingName, string>>, env: Nod
     logLevel: get("logLevel"),
     modelsDir: path.resolve(get("modelsDir") || path.join(dataDir, "models")),
     importDir: path.resolve(get("importDir") || path.join(dataDir, "imports")),
-    worker: worker === "on",
+    worker: onOff("worker"),
+    validateResponses: onOff("validateResponses"),
     parallel: positiveInt(get("parallel"), "parallel"),
     maxQueue: positiveInt(get("maxQueue"), "max-queue"),
     // One core is left to the HTTP side and the trainer.
@@ -102,6 +109,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     threads: config.threads,
     tokenQuota: config.tokenQuota,
     leaseSeconds: config.leaseSeconds,
+    validateResponses: config.validateResponses,
     host: config.host,
     ports: config.ports,
     services: config.services,

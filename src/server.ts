@@ -43,7 +43,7 @@ export async function startServer(config: Config, logger: Logger, options: Start
       const app = await createServiceApp(SERVICES[name](ctx), {
         db,
         logger,
-        limits: { bodyBytes: config.maxBodyBytes[name], concurrentRequests: config.maxConcurrentRequests },
+        limits: { bodyBytes: config.maxBodyBytes[name], concurrentRequests: config.maxConcurrentRequests, validateResponses: config.validateResponses },
       });
       const server = http.createServer(app.callback());
       // Bounded time per request; streamed completions and large uploads fit well inside it.

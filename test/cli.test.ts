@@ -8,7 +8,7 @@ const root = path.resolve(import.meta.dirname, "..");
 const tsx = path.join(root, "node_modules/.bin/tsx");
 const cli = path.join(root, "src/cli.ts");
 const dataDir = mkdtempSync(path.join(os.tmpdir(), "gyre-cli-"));
-const env = { ...process.env, GYRE_API_KEY: "", GYRE_DATABASE_URL: "" };
+const env = { ...process.env, GYRE_API_KEY: "", GYRE_DATABASE_URL: "", GYRE_VALIDATE_RESPONSES: "on" };
 
 function gyre(...args: string[]) {
   return spawnSync(tsx, [cli, ...args, "--data-dir", dataDir], { env, encoding: "utf8" });

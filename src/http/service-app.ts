@@ -47,6 +47,8 @@ export interface ServiceDefinition {
 export interface ServiceLimits {
   bodyBytes: number;
   concurrentRequests: number;
+  /** Check each JSON answer against the spec before sending it. */
+  validateResponses?: boolean;
 }
 
 interface Deps {
@@ -71,6 +73,7 @@ export async function createServiceApp(def: ServiceDefinition, deps: Deps): Prom
   app.use(async (ctx) => {
     const started = process.hrtime.bigint();
     let operationId = "unmatched";
+    let declared: string[] | undefined;
     inFlight++;
     try {
       if (inFlight > deps.limits.concurrentRequests) {
@@ -83,6 +86,7 @@ export async function createServiceApp(def: ServiceDefinition, deps: Deps): Prom
         return reply(ctx, routed);
       }
       operationId = operation.operationId ?? "unknown";
+      declared = Object.keys(operation.responses ?? {});
       const principal = await authenticate(deps.db, ctx.get("authorization"));
       if (!principal) return reply(ctx, plainReply(def.errorStyle, 401, "Missing or invalid API key.", "invalid_api_key"));
       const content = operation.requestBody && "content" in operation.requestBody ? Object.keys(operation.requestBody.content ?? {}) : [];
@@ -90,9 +94,15 @@ export async function createServiceApp(def: ServiceDefinition, deps: Deps): Prom
         request.body = (await readRequestBody(ctx.req, content, deps.limits.bodyBytes)).value;
       }
       const output = (await api.handleRequest(request, { principal, signal: abortSignalOf(ctx) })) as OperationOutput | ErrorReply;
+      if (deps.limits.validateResponses) assertConforms(api, operation, output);
       return respond(ctx, output);
     } catch (err) {
-      if (err instanceof AppError) return reply(ctx, appErrorReply(def.errorStyle, err));
+      if (err instanceof AppError) {
+        const answer = appErrorReply(def.errorStyle, err);
+        if (!deps.limits.validateResponses || !declared || declared.includes(String(answer.status))) return reply(ctx, answer);
+        deps.logger.error({ service: def.name, operation: operationId, status: answer.status }, "error status not declared in the spec");
+        return reply(ctx, plainReply(def.errorStyle, 500, `Status ${answer.status} is not declared for ${operationId}: ${err.message}`, null));
+      }
       deps.logger.error({ service: def.name, operation: operationId, err: { message: (err as Error).message, stack: (err as Error).stack } }, "request failed");
       return reply(ctx, plainReply(def.errorStyle, 500, "Internal server error.", null));
     } finally {
@@ -168,6 +178,17 @@ function abortSignalOf(ctx: Koa.Context): AbortSignal {
     if (!ctx.res.writableFinished) controller.abort();
   });
   return controller.signal;
+}
+
+/** The server's own contract check: an answer the spec does not allow is a bug, and fails loudly. */
+function assertConforms(api: OpenAPIBackend, operation: Parameters<OpenAPIBackend["validateResponse"]>[1], output: OperationOutput | ErrorReply): void {
+  if ("stream" in output && output.stream) return;
+  const status = output.status ?? 200;
+  const declared = typeof operation === "object" ? Object.keys(operation.responses ?? {}) : [];
+  if (!declared.includes(String(status))) throw new Error(`answer status ${status} is not declared for this operation`);
+  if (Buffer.isBuffer(output.body) || typeof output.body === "string") return;
+  const result = api.validateResponse(output.body, operation, status);
+  if (result.errors?.length) throw new Error(`answer does not match the spec: ${JSON.stringify(result.errors).slice(0, 2000)}`);
 }
 
 function respond(ctx: Koa.Context, output: OperationOutput | ErrorReply): void {

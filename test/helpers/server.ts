@@ -27,7 +27,8 @@ export async function startTestServer(options: { dialect?: Dialect; services?: S
   symlinkSync(await tinyModelPath(), path.join(modelsDir, "tiny-chat.gguf"));
   const config = loadConfig(
     { searchPort: "0", trainingPort: "0", inferencePort: "0", dataDir: store.dataDir, databaseUrl: store.url, services: (options.services ?? ["search", "training", "inference"]).join(",") },
-    { GYRE_API_KEY: TEST_KEY, GYRE_MODELS_DIR: modelsDir, ...options.env },
+    // The server checks its own answers against the spec, whichever client a test uses.
+    { GYRE_API_KEY: TEST_KEY, GYRE_MODELS_DIR: modelsDir, GYRE_VALIDATE_RESPONSES: "on", ...options.env },
   );
   const server = await startServer(config, createLogger("silent"), { databaseSchema: store.schema });
   return {

@@ -75,7 +75,9 @@ export const searchMigration: Migration = {
       t.bigInteger("started_us").notNullable();
       t.index(["project", "conversation_key", "started_us"], "search_messages_conversation");
       t.index(["project", "trace_id", "started_us"], "search_messages_trace");
-      t.index(["project", "agent_name", "started_us"], "search_messages_agent");
+      // Covers an agent's messages narrowed by role and model, and their grouping, without reading the rows:
+      // an agent has tens of thousands of messages, and a row lookup each cost more than the query's budget.
+      t.index(["project", "agent_name", "role", "request_model", "started_us", "conversation_key", "content_id"], "search_messages_agent");
       // Covers the full-text join (content -> occurrences) and its grouping without reading the rows.
       t.index(["content_id", "project", "conversation_key", "started_us"], "search_messages_content");
     });
