@@ -40,14 +40,14 @@ export class ModelRegistry {
       await this.db("base_models").orderBy("id");
     for (const row of rows) {
       if (row.path) {
-        models.set(row.id, { ...(await this.describeFile(row.id, row.path)), created: Math.floor(new Date(toIso(row.created_at)).getTime() / 1000) });
+        models.set(row.id, { ...(await this.describeFile(row.id, row.path)), created: Math.floor(Date.parse(toIso(row.created_at)) / 1000) });
       } else if (row.upstream_url && row.upstream_model) {
         models.set(row.id, {
           id: row.id,
           upstream: { url: row.upstream_url, model: row.upstream_model, keyEnv: row.upstream_key_env ?? undefined },
           architecture: null,
           contextLength: null,
-          created: Math.floor(new Date(toIso(row.created_at)).getTime() / 1000),
+          created: Math.floor(Date.parse(toIso(row.created_at)) / 1000),
         });
       }
     }

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import type { Principal } from "../auth/keys.js";
 import { notFound } from "../errors.js";
+import { toIso } from "../store/values.js";
 import type { BaseModel, ModelRegistry } from "../inference/model-registry.js";
 import { checkpointName, findCheckpoint } from "./checkpoints.js";
 import { findModelByName } from "./models.js";
@@ -42,5 +43,5 @@ export async function listServedCheckpoints(db: Knex, principal: Principal): Pro
     .where("models.entity", principal.entity)
     .orderBy([{ column: "models.seq" }, { column: "checkpoints.step" }])
     .select("models.entity", "models.project", "models.name", "models.base_model", "checkpoints.step", "checkpoints.created_at");
-  return rows.map((r) => ({ id: checkpointName(r, Number(r.step)), baseModel: r.base_model, created: Math.floor(new Date(r.created_at as string).getTime() / 1000) }));
+  return rows.map((r) => ({ id: checkpointName(r, Number(r.step)), baseModel: r.base_model, created: Math.floor(Date.parse(toIso(r.created_at)) / 1000) }));
 }
