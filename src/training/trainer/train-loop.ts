@@ -5,6 +5,19 @@ import { closeSession, openSession, saveAdapter, type TrainingSession } from "./
 import type { CommonConfig } from "./train-config.js";
 import { accumulateGradients, applyGradients, throwIfAborted, type OnStep, type StepMetrics } from "./train-step.js";
 
+/** What a finished job reports. */
+export interface TrainResult {
+  adapterPath: string;
+  steps: number;
+  /** Metrics of the last step (undefined when nothing was trainable). */
+  finalMetrics?: StepMetrics;
+  numSequences: number;
+  droppedSequences: number;
+  truncatedSequences: number;
+  /** Configuration keys accepted but without effect on this trainer. */
+  ignoredConfigKeys: string[];
+}
+
 export interface LoopJob {
   baseModelPath: string;
   adapterPath?: string;
@@ -36,7 +49,8 @@ export async function runTrainingLoop<S extends TokenizedSequence>(
   plan: S[][],
   lossOf: StepLossFactory<S>,
   onStep: OnStep,
-): Promise<StepMetrics | undefined> {
+  summary: Omit<TrainResult, "adapterPath" | "steps" | "finalMetrics">,
+): Promise<TrainResult> {
   const session = await openSession({
     baseModelPath: job.baseModelPath,
     adapterPath: job.adapterPath,
@@ -72,7 +86,7 @@ export async function runTrainingLoop<S extends TokenizedSequence>(
     }
     throwIfAborted(job.signal);
     await saveAdapter(session, job.outputPath);
-    return finalMetrics;
+    return { adapterPath: job.outputPath, steps: plan.length, finalMetrics, ...summary };
   } finally {
     closeSession(session);
   }

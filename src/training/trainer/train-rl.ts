@@ -6,8 +6,8 @@ import { openModelChat } from "./model-tokenizer.js";
 import { computeAdvantages } from "./rl-advantages.js";
 import { rlSequenceLoss, type RlLossStats } from "./rl-loss.js";
 import { parseRlConfig } from "./train-config.js";
-import type { TrainingStart, TrainResult } from "./train-sft.js";
-import { runTrainingLoop } from "./train-loop.js";
+import type { TrainingStart } from "./train-sft.js";
+import { runTrainingLoop, type TrainResult } from "./train-loop.js";
 import { planSteps, type OnStep } from "./train-step.js";
 import { tokenLogProbs } from "./token-logprobs.js";
 
@@ -106,7 +106,7 @@ export async function trainRl(job: RlJob, onStep: OnStep): Promise<TrainResult> 
     num_trajectories: rewards.flat().length,
   };
 
-  const finalMetrics = await runTrainingLoop(
+  return runTrainingLoop(
     job,
     config,
     plan,
@@ -138,14 +138,6 @@ export async function trainRl(job: RlJob, onStep: OnStep): Promise<TrainResult> 
       return { parts, metrics };
     },
     onStep,
+    { numSequences: sequences.length, droppedSequences: dropped, truncatedSequences: truncated, ignoredConfigKeys: ignoredKeys },
   );
-  return {
-    adapterPath: job.outputPath,
-    steps: plan.length,
-    finalMetrics,
-    numSequences: sequences.length,
-    droppedSequences: dropped,
-    truncatedSequences: truncated,
-    ignoredConfigKeys: ignoredKeys,
-  };
 }

@@ -3,8 +3,8 @@ import type { ChatMessage, ChatTool } from "./chat-types.js";
 import { tokenizeSftConversation, type TokenizedSequence } from "./chat-tokens.js";
 import { openModelChat } from "./model-tokenizer.js";
 import { parseSftConfig } from "./train-config.js";
-import { runTrainingLoop } from "./train-loop.js";
-import { planSteps, shuffled, type OnStep, type StepMetrics } from "./train-step.js";
+import { runTrainingLoop, type TrainResult } from "./train-loop.js";
+import { planSteps, shuffled, type OnStep } from "./train-step.js";
 import { tokenLogProbs } from "./token-logprobs.js";
 
 export interface SftExample {
@@ -33,18 +33,6 @@ export interface SftJob {
   onStart?: (info: TrainingStart) => void | Promise<void>;
 }
 
-export interface TrainResult {
-  adapterPath: string;
-  steps: number;
-  /** Metrics of the last step (undefined when nothing was trainable). */
-  finalMetrics?: StepMetrics;
-  numSequences: number;
-  droppedSequences: number;
-  truncatedSequences: number;
-  /** Configuration keys accepted but without effect on this trainer. */
-  ignoredConfigKeys: string[];
-}
-
 /** Supervised fine-tuning: cross-entropy on assistant tokens, averaged over all trained tokens of each step. */
 export async function trainSft(job: SftJob, onStep: OnStep): Promise<TrainResult> {
   const { config, ignoredKeys } = parseSftConfig(job.config, job.experimentalConfig);
@@ -70,7 +58,7 @@ export async function trainSft(job: SftJob, onStep: OnStep): Promise<TrainResult
   const truncated = sequences.filter((s) => s.truncated).length;
   await job.onStart?.({ num_sequences: sequences.length, num_steps: plan.length, dropped_sequences: dropped, truncated_sequences: truncated });
 
-  const finalMetrics = await runTrainingLoop(
+  return runTrainingLoop(
     job,
     config,
     plan,
@@ -86,14 +74,6 @@ export async function trainSft(job: SftJob, onStep: OnStep): Promise<TrainResult
       }),
     }),
     onStep,
+    { numSequences: sequences.length, droppedSequences: dropped, truncatedSequences: truncated, ignoredConfigKeys: ignoredKeys },
   );
-  return {
-    adapterPath: job.outputPath,
-    steps: plan.length,
-    finalMetrics,
-    numSequences: sequences.length,
-    droppedSequences: dropped,
-    truncatedSequences: truncated,
-    ignoredConfigKeys: ignoredKeys,
-  };
 }
