@@ -33,7 +33,7 @@ export interface StepLoss {
 
 export type StepLossFactory<S> = (session: TrainingSession, batch: S[], step: number, trainableTokens: number) => StepLoss;
 
-export function countTrainable(seq: TokenizedSequence): number {
+function countTrainable(seq: TokenizedSequence): number {
   let n = 0;
   for (let i = 1; i < seq.trainable.length; i++) n += seq.trainable[i];
   return n;
