@@ -83,6 +83,7 @@ interface PendingMessage {
 
 const ZERO_TRACE = "0".repeat(32);
 const ZERO_SPAN = "0".repeat(16);
+
 type ColumnType = "text" | "bigint";
 type Columns = readonly (readonly [name: string, type: ColumnType])[];
 
