@@ -332,6 +332,12 @@ export class LlamaEngine implements Engine {
   private async prepare(request: ChatCompletionRequest): Promise<PreparedRequest> {
     if (this.closed) throw new Error("engine is closed");
     const plan = planRequest(request, this.info.vocabSize);
+    for (const token of plan.sampling.logitBias.keys()) {
+      // llama.cpp's sampler leaves end-of-generation tokens out of token biases; refuse rather than ignore the bias.
+      if (this.model.isEogToken(token as Token)) {
+        throw new UnsupportedRequestError(`logit_bias cannot change token ${token}: it ends the generation, and this engine cannot bias it`, "logit_bias");
+      }
+    }
     const promptTokens = this.tokenizePrompt(request, plan);
     if (promptTokens.length >= this.options.contextSize - 1) {
       throw new InvalidRequestError(

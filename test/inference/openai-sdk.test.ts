@@ -131,6 +131,14 @@ describe("inference service with the OpenAI SDK", () => {
       expect(err).toBeInstanceOf(OpenAI.BadRequestError);
       expect(err.param).toBe("top_logprobs");
     });
+    it("400 for a logit_bias on an end-of-generation token, which llama.cpp would ignore", async () => {
+      const imEnd = 1049; // <|im_end|> of the built-in model
+      const err = await client.chat.completions.create({ model: "tiny-chat", messages, logit_bias: { [imEnd]: -100 } }).catch((e) => e);
+      expect(err).toBeInstanceOf(OpenAI.BadRequestError);
+      expect(err.param).toBe("logit_bias");
+      const ok = await client.chat.completions.create({ model: "tiny-chat", messages, max_tokens: 4, logit_bias: { 300: -100 } });
+      expect(ok.choices).toHaveLength(1);
+    });
     it("400 for what the engine cannot honour", async () => {
       const err = await client.chat.completions.create({
         model: "tiny-chat",
