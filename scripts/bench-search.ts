@@ -1,18 +1,29 @@
 /**
- * Message search benchmark (run by hand): generates agent conversations, ingests them through the capability
- * functions (no HTTP) into SQLite and PostgreSQL, and prints ingestion rates and query latencies.
+ * Message search benchmark (run by hand): generates agent conversations, sends them as OTLP protobuf export
+ * requests to the search service running in this process, on SQLite and PostgreSQL, and prints ingestion
+ * rates, query latencies of the bare database query, and the same requests' latencies through
+ * `POST /agents/search` (our HTTP overhead).
  *
- *   npx tsx scripts/bench-search.ts [--messages 1000000] [--dialects sqlite,postgres] [--queries 200] [--concurrency 4] [--reuse yes]
+ *   npx tsx scripts/bench-search.ts [--messages 1000000] [--dialects sqlite,postgres] [--queries 200] [--concurrency 4]
+ *                                   [--ingest http|direct] [--reuse yes]
  *
+ * `--ingest direct` stores the batches by calling the capability functions instead of going through HTTP.
  * `--reuse yes` skips generation and ingestion and times the queries on the data of the previous run.
  *
  * SQLite goes to data/bench-search/; PostgreSQL to the schema bench_search of GYRE_BENCH_POSTGRES_URL
  * (default postgres://postgres@127.0.0.1:5432/test). Both are recreated on each run.
  */
 import { rmSync } from "node:fs";
+import http from "node:http";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import type { Attributes } from "@opentelemetry/api";
+import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer";
+import { resourceFromAttributes } from "@opentelemetry/resources";
 import type { Knex } from "knex";
+import { loadConfig } from "../src/config.js";
+import { createLogger } from "../src/logging.js";
+import { startServer, type RunningServer } from "../src/server.js";
 import { openDatabase, type Dialect } from "../src/store/db.js";
 import { ingestSpans } from "../src/search/message-store.js";
 import type { AttrMap, OtlpSpan } from "../src/search/otlp-types.js";
@@ -25,9 +36,15 @@ const DIALECTS = (args.get("dialects") ?? "sqlite,postgres").split(",") as Diale
 const QUERIES = Number(args.get("queries") ?? 200);
 const CONCURRENCY = Number(args.get("concurrency") ?? 4);
 const REUSE = args.get("reuse") === "yes";
+const INGEST = args.get("ingest") ?? "http";
+if (INGEST !== "http" && INGEST !== "direct") throw new Error(`--ingest must be http or direct, not '${INGEST}'`);
 const BATCH_SPANS = 512; // the OpenTelemetry batch span processor's default export size
-const PROJECT = "bench/search";
+// The key the server registers at start belongs to entity `local`, which may only reach its own projects.
+const API_KEY = "gyre_bench_search_key";
+const PROJECT = "local/bench-search";
+const DATA_DIR = path.join("data", "bench-search");
 const POSTGRES_URL = process.env.GYRE_BENCH_POSTGRES_URL ?? "postgres://postgres@127.0.0.1:5432/test";
+const POSTGRES_SCHEMA = "bench_search";
 
 // ---- deterministic corpus ---------------------------------------------------------------------------------
 
@@ -78,6 +95,8 @@ const SYSTEM_PROMPTS = Array.from({ length: 20 }, () => sentence(seedRandom, 60)
 const AGENTS = Array.from({ length: 20 }, (_, i) => `agent-${i}`);
 const PROVIDERS = ["openai", "anthropic", "gcp.gemini"];
 const MODELS = ["gpt-4o", "gpt-4o-mini", "claude-sonnet", "claude-haiku", "gemini-pro", "gemini-flash"];
+const RESOURCE = { "service.name": "bench" };
+const SCOPE = { name: "bench", version: "1" };
 const START_MS = Date.parse("2026-10-01T00:00:00Z");
 const SPAN_OF_DAYS_MS = 30 * 86_400_000;
 
@@ -109,8 +128,8 @@ function conversation(index: number): OtlpSpan[] {
     "gen_ai.conversation.name": `Conversation ${index}`,
   };
   const span = (n: number, offsetMs: number, name: string, attributes: AttrMap): OtlpSpan => ({
-    resource: { "service.name": "bench" },
-    scope: { name: "bench", version: "1" },
+    resource: RESOURCE,
+    scope: SCOPE,
     traceId,
     spanId: hex(index * 4 + n + 1, 16),
     parentSpanId: "",
@@ -155,24 +174,106 @@ function conversation(index: number): OtlpSpan[] {
   ];
 }
 
+// ---- OTLP protobuf and HTTP -------------------------------------------------------------------------------
+
+/** The span type the OpenTelemetry SDK hands its exporters, as the OTLP serializer takes it. */
+type ReadableSpan = Parameters<typeof ProtobufTraceSerializer.serializeRequest>[0][number];
+
+// Shared by every span so that the serializer groups a batch into one resource and one scope, as an SDK does.
+const SDK_RESOURCE = resourceFromAttributes(RESOURCE);
+const hrTime = (ns: bigint): [number, number] => [Number(ns / 1_000_000_000n), Number(ns % 1_000_000_000n)];
+
+function toReadableSpan(span: OtlpSpan): ReadableSpan {
+  const context = { traceId: span.traceId, spanId: span.spanId, traceFlags: 1 };
+  return {
+    name: span.name,
+    kind: span.kind - 1, // the API's SpanKind has no "unspecified", OTLP's does
+    spanContext: () => context,
+    startTime: hrTime(span.startTimeUnixNano),
+    endTime: hrTime(span.endTimeUnixNano),
+    duration: hrTime(span.endTimeUnixNano - span.startTimeUnixNano),
+    ended: true,
+    status: { code: 0 },
+    // GenAI messages are structured attributes; the serializer writes objects as key-value lists, which the API's
+    // Attributes type does not describe.
+    attributes: span.attributes as unknown as Attributes,
+    links: [],
+    events: [],
+    resource: SDK_RESOURCE,
+    instrumentationScope: SCOPE,
+    droppedAttributesCount: 0,
+    droppedEventsCount: 0,
+    droppedLinksCount: 0,
+  };
+}
+
+/** The bytes an OTLP/HTTP protobuf exporter would send for this batch. */
+function encodeBatch(batch: OtlpSpan[]): Uint8Array {
+  const bytes = ProtobufTraceSerializer.serializeRequest(batch.map(toReadableSpan));
+  if (!bytes) throw new Error("the OTLP serializer produced no request");
+  return bytes;
+}
+
+interface Reply {
+  status: number;
+  body: Buffer;
+}
+
+/** Posts to the search service over keep-alive connections, at most CONCURRENCY of them. */
+function searchClient(baseUrl: string): { post(route: string, body: Uint8Array | string, headers: http.OutgoingHttpHeaders): Promise<Reply>; close(): void } {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const base = new URL(baseUrl);
+  return {
+    post(route, body, headers) {
+      return new Promise((resolve, reject) => {
+        const request = http.request(
+          {
+            agent,
+            host: base.hostname,
+            port: base.port,
+            method: "POST",
+            path: route,
+            headers: { authorization: `Bearer ${API_KEY}`, "content-length": Buffer.byteLength(body), ...headers },
+          },
+          (response) => {
+            const chunks: Buffer[] = [];
+            response.on("data", (chunk: Buffer) => chunks.push(chunk));
+            response.on("end", () => resolve({ status: response.statusCode ?? 0, body: Buffer.concat(chunks) }));
+            response.on("error", reject);
+          },
+        );
+        request.on("error", reject);
+        request.end(body);
+      });
+    },
+    close: () => agent.destroy(),
+  };
+}
+type SearchClient = ReturnType<typeof searchClient>;
+
 // ---- measurement ------------------------------------------------------------------------------------------
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
-async function open(dialect: Dialect): Promise<Knex> {
-  const dataDir = path.join("data", "bench-search");
-  if (dialect === "sqlite") {
-    if (!REUSE) rmSync(dataDir, { recursive: true, force: true });
-    return openDatabase({ dataDir });
-  }
-  if (!REUSE) {
-    const admin = await openDatabase({ dataDir, url: POSTGRES_URL, schema: "bench_search" });
-    await admin.raw("DROP SCHEMA bench_search CASCADE");
+/** Removes the previous run's store, so that the server starts on an empty one. */
+async function removeStore(dialect: Dialect): Promise<void> {
+  rmSync(DATA_DIR, { recursive: true, force: true });
+  if (dialect === "postgres") {
+    const admin = await openDatabase({ dataDir: DATA_DIR, url: POSTGRES_URL, schema: POSTGRES_SCHEMA });
+    await admin.raw("DROP SCHEMA ?? CASCADE", [POSTGRES_SCHEMA]);
     await admin.destroy();
   }
-  return openDatabase({ dataDir, url: POSTGRES_URL, schema: "bench_search" });
+}
+
+/** The search service alone, in this process, on the store the direct measurements also use. */
+function startSearchService(dialect: Dialect): Promise<RunningServer> {
+  const config = loadConfig(
+    { searchPort: "0", dataDir: DATA_DIR, services: "search", ...(dialect === "postgres" ? { databaseUrl: POSTGRES_URL } : {}) },
+    { GYRE_API_KEY: API_KEY, GYRE_WORKER: "off" },
+  );
+  return startServer(config, createLogger("silent"), { databaseSchema: dialect === "postgres" ? POSTGRES_SCHEMA : undefined });
 }
 
 /** Batches of BATCH_SPANS spans, as an exporter sends them. */
@@ -188,36 +289,65 @@ function* batches(conversations: number): Generator<OtlpSpan[]> {
   if (batch.length > 0) yield batch;
 }
 
-/** Batches generated ahead of the clock, so that the rate is the store's and not the corpus generator's. */
+/** How one batch is stored: prepared ahead of the clock, then sent; `send` answers the spans stored. */
+interface Ingestor<Payload> {
+  prepare(batch: OtlpSpan[]): Payload;
+  send(payload: Payload): Promise<number>;
+}
+
+function httpIngestor(client: SearchClient): Ingestor<{ bytes: Uint8Array; spans: number }> {
+  return {
+    prepare: (batch) => ({ bytes: encodeBatch(batch), spans: batch.length }),
+    async send({ bytes, spans }) {
+      const reply = await client.post("/agents/otel/v1/traces", bytes, { "content-type": "application/x-protobuf", project_id: PROJECT });
+      if (reply.status !== 200) throw new Error(`export answered ${reply.status}: ${reply.body.toString("utf8")}`);
+      const rejected = Number(ProtobufTraceSerializer.deserializeResponse(reply.body).partialSuccess?.rejectedSpans ?? 0);
+      return spans - rejected;
+    },
+  };
+}
+
+function directIngestor(db: Knex): Ingestor<OtlpSpan[]> {
+  return {
+    prepare: (batch) => batch,
+    send: async (batch) => (await ingestSpans(db, batch, { project: PROJECT })).accepted,
+  };
+}
+
+/** Batches generated (and encoded) ahead of the clock, so that the rate is the server's and not the generator's. */
 const BATCHES_PER_ROUND = 64;
 
-/** Ingests with CONCURRENCY export requests in flight, like several exporters (or one HTTP server) would. */
-async function ingest(db: Knex, conversations: number): Promise<void> {
+/** Ingests with CONCURRENCY export requests in flight, like several exporters would. */
+async function ingest<Payload>(db: Knex, ingestor: Ingestor<Payload>, conversations: number): Promise<void> {
   let spans = 0;
-  let messages = 0;
   let seconds = 0;
   const source = batches(conversations);
   for (;;) {
-    const round: OtlpSpan[][] = [];
+    const round: Payload[] = [];
     while (round.length < BATCHES_PER_ROUND) {
       const next = source.next();
       if (next.done) break;
-      round.push(next.value);
+      round.push(ingestor.prepare(next.value));
     }
     if (round.length === 0) break;
     const started = performance.now();
     const worker = async () => {
-      for (let batch = round.shift(); batch !== undefined; batch = round.shift()) {
-        const result = await ingestSpans(db, batch, { project: PROJECT });
-        spans += result.accepted;
-        messages += result.messages;
+      for (let payload = round.shift(); payload !== undefined; payload = round.shift()) {
+        // Not `spans += await …`: that reads `spans` before the wait and loses the other workers' counts.
+        const stored = await ingestor.send(payload);
+        spans += stored;
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, worker));
     seconds += (performance.now() - started) / 1000;
     process.stdout.write(`  ${spans} spans, ${Math.round(spans / seconds)} spans/s\r`);
   }
-  console.log(`  ingestion: ${spans} spans, ${messages} messages in ${seconds.toFixed(1)} s = ${Math.round(spans / seconds)} spans/s, ${Math.round(messages / seconds)} messages/s`);
+  // The store is fresh, so every message row is this run's.
+  const [{ n }] = await db("search_messages").count({ n: "*" });
+  const messages = Number(n);
+  console.log(
+    `  ingestion (${INGEST}): ${spans} spans, ${messages} messages in ${seconds.toFixed(1)} s = ${Math.round(spans / seconds)} spans/s, ${Math.round(messages / seconds)} messages/s`,
+  );
 }
 
 function queryKinds(conversations: number): [string, (random: () => number) => Omit<AgentSearchReq, "project_id">][] {
@@ -236,21 +366,44 @@ function queryKinds(conversations: number): [string, (random: () => number) => O
   ];
 }
 
-async function measureQueries(db: Knex, conversations: number): Promise<void> {
+const milliseconds = (sorted: number[], p: number) => percentile(sorted, p).toFixed(1).padStart(7);
+
+/**
+ * Times each request as a bare database query and as `POST /agents/search`, alternating which goes first so
+ * that neither always meets the other's warm cache; both must find the same conversations.
+ */
+async function measureQueries(db: Knex, client: SearchClient, conversations: number): Promise<void> {
+  console.log(`  ${"query".padEnd(16)}  ${"direct p50".padStart(10)} ${"p99".padStart(7)}   ${"http p50".padStart(10)} ${"p99".padStart(7)}   http/direct p50   conversations`);
   for (const [kind, make] of queryKinds(conversations)) {
     const random = prng(kind.length * 31);
-    const times: number[] = [];
+    const direct: number[] = [];
+    const overHttp: number[] = [];
     let hits = 0;
     for (let i = 0; i < QUERIES; i++) {
-      const req = { project_id: PROJECT, ...make(random) };
-      const t = performance.now();
-      const res = await searchMessages(db, req);
-      times.push(performance.now() - t);
-      hits += res.total_conversations;
+      const request: AgentSearchReq = { project_id: PROJECT, ...make(random) };
+      const body = JSON.stringify(request);
+      const timeDirect = async () => {
+        const t = performance.now();
+        const res = await searchMessages(db, request);
+        direct.push(performance.now() - t);
+        return res.total_conversations;
+      };
+      const timeHttp = async () => {
+        const t = performance.now();
+        const reply = await client.post("/agents/search", body, { "content-type": "application/json" });
+        overHttp.push(performance.now() - t);
+        if (reply.status !== 200) throw new Error(`search answered ${reply.status}: ${reply.body.toString("utf8")}`);
+        return (JSON.parse(reply.body.toString("utf8")) as { total_conversations: number }).total_conversations;
+      };
+      const [a, b] = i % 2 === 0 ? [await timeDirect(), await timeHttp()] : [await timeHttp(), await timeDirect()];
+      if (a !== b) throw new Error(`${kind}: the database found ${i % 2 === 0 ? a : b} conversations, HTTP ${i % 2 === 0 ? b : a} for ${body}`);
+      hits += a;
     }
-    times.sort((a, b) => a - b);
+    direct.sort((x, y) => x - y);
+    overHttp.sort((x, y) => x - y);
+    const ratio = percentile(overHttp, 50) / percentile(direct, 50);
     console.log(
-      `  ${kind.padEnd(16)} p50 ${percentile(times, 50).toFixed(1).padStart(7)} ms   p99 ${percentile(times, 99).toFixed(1).padStart(7)} ms   mean conversations ${Math.round(hits / QUERIES)}`,
+      `  ${kind.padEnd(16)}  ${milliseconds(direct, 50)} ms ${milliseconds(direct, 99)} ms  ${milliseconds(overHttp, 50)} ms ${milliseconds(overHttp, 99)} ms   ${ratio.toFixed(2).padStart(15)}   ${String(Math.round(hits / QUERIES)).padStart(13)}`,
     );
   }
 }
@@ -258,11 +411,18 @@ async function measureQueries(db: Knex, conversations: number): Promise<void> {
 const conversations = Math.ceil(TARGET_MESSAGES / MESSAGES_PER_CONVERSATION);
 for (const dialect of DIALECTS) {
   console.log(`${dialect}: ${conversations} conversations, ~${conversations * MESSAGES_PER_CONVERSATION} message occurrences`);
-  const db = await open(dialect);
-  if (!REUSE) await ingest(db, conversations);
-  // Fresh statistics (and, on PostgreSQL, the visibility map that index-only scans need), as a running
-  // server gets from autovacuum or SQLite's optimize.
-  await db.raw(dialect === "postgres" ? "VACUUM ANALYZE" : "ANALYZE");
-  await measureQueries(db, conversations);
-  await db.destroy();
+  if (!REUSE) await removeStore(dialect);
+  const server = await startSearchService(dialect);
+  const client = searchClient(server.urls.search ?? "");
+  try {
+    if (!REUSE && INGEST === "http") await ingest(server.db, httpIngestor(client), conversations);
+    if (!REUSE && INGEST === "direct") await ingest(server.db, directIngestor(server.db), conversations);
+    // Fresh statistics (and, on PostgreSQL, the visibility map that index-only scans need), as a running
+    // server gets from autovacuum or SQLite's optimize.
+    await server.db.raw(dialect === "postgres" ? "VACUUM ANALYZE" : "ANALYZE");
+    await measureQueries(server.db, client, conversations);
+  } finally {
+    client.close();
+    await server.close();
+  }
 }
