@@ -386,7 +386,7 @@ async function measureQueries(db: Knex, client: SearchClient, conversations: num
         const t = performance.now();
         const res = await searchMessages(db, request);
         direct.push(performance.now() - t);
-        return res.total_conversations;
+        return res.total_conversations ?? 0;
       };
       const timeHttp = async () => {
         const t = performance.now();

@@ -1,50 +1,19 @@
 import type { Knex } from "knex";
+import type { components } from "../../generated/search.js";
 import { dialectOf, type Dialect } from "../store/db.js";
 import { SearchRequestError } from "./errors.js";
 import { parseQuery, type ParsedQuery } from "./query.js";
 import { PREVIEW_LENGTH, preview } from "./text.js";
 
-export type SearchRole = "" | "user" | "assistant" | "system" | "tool" | "tool_call" | "tool_result";
+type Schemas = components["schemas"];
+/** The request and answer are the spec's own types (spec/search.yaml). */
+export type SearchRole = Schemas["Role"];
 export const SEARCH_ROLES: readonly SearchRole[] = ["", "user", "assistant", "system", "tool", "tool_call", "tool_result"];
-
 /** POST /agents/search request body; `project_id` has passed the caller's permission check. */
-export interface AgentSearchReq {
-  project_id: string;
-  query?: string;
-  trace_id?: string | null;
-  roles?: SearchRole[] | null;
-  conversation_id?: string | null;
-  agent_name?: string | null;
-  provider_name?: string | null;
-  request_model?: string | null;
-  truncate_content?: boolean;
-  started_after?: string | null;
-  started_before?: string | null;
-  limit?: number;
-  offset?: number;
-}
-
-export interface AgentSearchMatchedMessage {
-  span_id: string;
-  trace_id: string;
-  role: SearchRole;
-  content_preview: string;
-  content_digest: string;
-  started_at: string;
-}
-
-export interface AgentSearchConversationResult {
-  conversation_id: string;
-  conversation_name: string;
-  agent_name: string;
-  matched_messages: AgentSearchMatchedMessage[];
-  last_activity: string;
-}
-
-export interface AgentSearchRes {
-  results: AgentSearchConversationResult[];
-  total_conversations: number;
-}
+export type AgentSearchReq = Schemas["AgentSearchReq"];
+export type AgentSearchMatchedMessage = Schemas["AgentSearchMatchedMessage"];
+export type AgentSearchConversationResult = Schemas["AgentSearchConversationResult"];
+export type AgentSearchRes = Schemas["AgentSearchRes"];
 
 export const MAX_LIMIT = 1000;
 
