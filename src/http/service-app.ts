@@ -109,8 +109,9 @@ export async function createServiceApp(def: ServiceDefinition, deps: Deps): Prom
       inFlight--;
       // A request refused before its body was read would leave those bytes on a keep-alive socket.
       if (!ctx.req.complete) ctx.set("Connection", "close");
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      // Measured when the answer is done, so a streamed completion counts its whole stream.
       finished(ctx, () => {
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
         httpRequests.inc({ service: def.name, operation: operationId, status: String(ctx.status) });
         httpDuration.observe({ service: def.name, operation: operationId }, seconds);
         deps.logger.info({ service: def.name, method: ctx.method, path: ctx.path, operation: operationId, status: ctx.status, ms: Math.round(seconds * 1000) }, "request");
