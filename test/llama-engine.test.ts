@@ -54,7 +54,7 @@ describe("LlamaEngine", () => {
   });
 
   it("counts tokens exactly and stops at max_tokens with finish_reason length", async () => {
-    const r = await engine.complete(request({ max_tokens: 7, temperature: 0, logit_bias: { [String(eosId)]: -100 } }));
+    const r = await engine.complete(request({ max_tokens: 7, temperature: 0 }));
     expect(r.choices[0].finish_reason).toBe("length");
     expect(r.usage.completion_tokens).toBe(7);
     expect(r.usage.prompt_tokens).toBe(await engine.countPromptTokens(request()));
@@ -64,12 +64,12 @@ describe("LlamaEngine", () => {
   });
 
   it("cuts the text before a stop string", async () => {
-    const base = await engine.complete(request({ temperature: 0, max_tokens: 24, logit_bias: { [String(eosId)]: -100 } }));
+    const base = await engine.complete(request({ temperature: 0, max_tokens: 24 }));
     const text = base.choices[0].message.content ?? "";
     expect(text.length).toBeGreaterThan(8);
     const stop = text.slice(4, 7);
     const expected = text.slice(0, text.indexOf(stop));
-    const r = await engine.complete(request({ temperature: 0, max_tokens: 24, stop: [stop], logit_bias: { [String(eosId)]: -100 } }));
+    const r = await engine.complete(request({ temperature: 0, max_tokens: 24, stop: [stop] }));
     expect(r.choices[0].message.content).toBe(expected);
     expect(r.choices[0].finish_reason).toBe("stop");
   });
@@ -217,7 +217,7 @@ describe("LlamaEngine", () => {
     const controller = new AbortController();
     const seen: string[] = [];
     const run = (async () => {
-      for await (const chunk of engine.stream(request({ max_tokens: 500, logit_bias: { [String(eosId)]: -100 } }), { signal: controller.signal })) {
+      for await (const chunk of engine.stream(request({ max_tokens: 500 }), { signal: controller.signal })) {
         seen.push(chunk.choices[0]?.delta.content ?? "");
         if (seen.length === 3) controller.abort();
       }
@@ -237,7 +237,7 @@ describe("LlamaEngine", () => {
     const small = await LlamaEngine.load({ modelPath, ...ENGINE, parallel: 1, maxQueue: 1 });
     const controller = new AbortController();
     try {
-      const long = request({ max_tokens: 800, logit_bias: { [String(eosId)]: -100 } });
+      const long = request({ max_tokens: 800 });
       const inFlight = Promise.allSettled([
         small.complete(long, { signal: controller.signal }),
         small.complete(long, { signal: controller.signal }),
@@ -272,7 +272,7 @@ describe("LlamaEngine", () => {
     const otherPath = join(dir, "other-adapter.gguf");
     await writeLoraAdapter(otherPath, { architecture: "llama", rank, alpha: 8, pairs: pairs.map((p) => ({ ...p, a: randn(p.a.length, 0.5) })) });
 
-    const greedy = request({ temperature: 0, max_tokens: 12, logit_bias: { [String(eosId)]: -100 } });
+    const greedy = request({ temperature: 0, max_tokens: 12 });
     const base = await engine.complete(greedy);
     const adapted = await engine.complete(greedy, { lora: { path: adapterPath } });
     const adaptedAgain = await engine.complete(greedy, { lora: { path: adapterPath } });
@@ -293,7 +293,7 @@ describe("LlamaEngine", () => {
     const forced = await engine.complete(request({ temperature: 0, max_tokens: 5, logit_bias: { [String(the)]: 100 } }));
     expect(forced.choices[0].message.content).toBe("The".repeat(5));
     const count = (text: string | null): number => (text ?? "").split("The").length - 1;
-    const favoured = { temperature: 0, max_tokens: 12, logit_bias: { [String(the)]: 8, [String(eosId)]: -100 } };
+    const favoured = { temperature: 0, max_tokens: 12, logit_bias: { [String(the)]: 8 } };
     const free = await engine.complete(request(favoured));
     expect(count(free.choices[0].message.content)).toBe(12);
     for (const penalty of [{ frequency_penalty: 2 }, { presence_penalty: 2 }, { repetition_penalty: 5 }]) {
@@ -347,8 +347,3 @@ describe("streaming text helpers", () => {
   });
 });
 
-let eosId = -1;
-beforeAll(async () => {
-  const header = await readGgufHeader(await tinyModelPath("llama"));
-  eosId = header.metadata["tokenizer.ggml.eos_token_id"] as number;
-});
