@@ -17,6 +17,7 @@ import { rmSync } from "node:fs";
 import http from "node:http";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
+import { mulberry32 } from "../src/inference/random.js";
 import type { Attributes } from "@opentelemetry/api";
 import { ProtobufTraceSerializer } from "@opentelemetry/otlp-transformer";
 import { resourceFromAttributes } from "@opentelemetry/resources";
@@ -48,16 +49,7 @@ const POSTGRES_SCHEMA = "bench_search";
 
 // ---- deterministic corpus ---------------------------------------------------------------------------------
 
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const prng = mulberry32;
 
 const SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "pa", "qui", "do", "fe", "gu", "ha", "jo", "bi", "ce", "xu", "wy", "ol", "an", "es", "ir"];
 const VOCABULARY = 40_000;

@@ -65,3 +65,15 @@ export function hashString(s: string): number {
   }
   return h >>> 0;
 }
+
+/** mulberry32: a tiny seeded generator of floats in [0, 1), for sampling and generated corpora. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -1,4 +1,5 @@
 /** OpenAI chat-completion shapes (CONTRACT §4) as the engine takes and returns them, plus the engine interface. */
+import type { components } from "../../generated/inference.js";
 
 export interface ChatTextPart {
   type: "text";
@@ -32,35 +33,17 @@ export type ResponseFormat =
   | { type: "json_object" }
   | { type: "json_schema"; json_schema: { name: string; description?: string; schema?: JsonSchema; strict?: boolean | null } };
 
-export interface ChatCompletionRequest {
+/**
+ * The spec's request (spec/components/chat.yaml), with the parts the engine reads structurally narrowed to the
+ * unions above; every sampling option keeps the spec's own type.
+ */
+export type ChatCompletionRequest = Omit<components["schemas"]["ChatCompletionRequest"], "model" | "messages" | "tools" | "tool_choice" | "response_format"> & {
   model: string;
   messages: ChatMessage[];
-  max_tokens?: number | null;
-  max_completion_tokens?: number | null;
-  temperature?: number | null;
-  top_p?: number | null;
-  top_k?: number | null;
-  min_p?: number | null;
-  n?: number | null;
-  stop?: string | string[] | null;
-  seed?: number | null;
-  stream?: boolean | null;
-  stream_options?: { include_usage?: boolean } | null;
-  presence_penalty?: number | null;
-  frequency_penalty?: number | null;
-  repetition_penalty?: number | null;
-  logit_bias?: Record<string, number> | null;
-  logprobs?: boolean | null;
-  top_logprobs?: number | null;
   tools?: ChatTool[] | null;
   tool_choice?: ToolChoice | null;
-  parallel_tool_calls?: boolean | null;
   response_format?: ResponseFormat | null;
-  user?: string;
-  return_tokens_as_token_ids?: boolean | null;
-  skip_special_tokens?: boolean | null;
-  chat_template_kwargs?: Record<string, unknown> | null;
-}
+};
 
 export interface TokenLogprob {
   token: string;
