@@ -5,10 +5,11 @@
  * `POST /agents/search` (our HTTP overhead).
  *
  *   npx tsx scripts/bench-search.ts [--messages 1000000] [--dialects sqlite,postgres] [--queries 200] [--concurrency 4]
- *                                   [--ingest http|direct] [--reuse yes]
+ *                                   [--ingest http|direct] [--reuse yes] [--kinds "common word,word + filters"]
  *
  * `--ingest direct` stores the batches by calling the capability functions instead of going through HTTP.
  * `--reuse yes` skips generation and ingestion and times the queries on the data of the previous run.
+ * `--kinds` times only the query kinds named (as printed), comma-separated.
  *
  * SQLite goes to data/bench-search/; PostgreSQL to the schema bench_search of GYRE_BENCH_POSTGRES_URL
  * (default postgres://postgres@127.0.0.1:5432/test). Both are recreated on each run.
@@ -38,6 +39,7 @@ const QUERIES = Number(args.get("queries") ?? 200);
 const CONCURRENCY = Number(args.get("concurrency") ?? 4);
 const REUSE = args.get("reuse") === "yes";
 const INGEST = args.get("ingest") ?? "http";
+const KINDS = args.has("kinds") ? new Set((args.get("kinds") ?? "").split(",")) : null;
 if (INGEST !== "http" && INGEST !== "direct") throw new Error(`--ingest must be http or direct, not '${INGEST}'`);
 const BATCH_SPANS = 512; // the OpenTelemetry batch span processor's default export size
 // The key the server registers at start belongs to entity `local`, which may only reach its own projects.
@@ -367,6 +369,7 @@ const milliseconds = (sorted: number[], p: number) => percentile(sorted, p).toFi
 async function measureQueries(db: Knex, client: SearchClient, conversations: number): Promise<void> {
   console.log(`  ${"query".padEnd(16)}  ${"direct p50".padStart(10)} ${"p99".padStart(7)}   ${"http p50".padStart(10)} ${"p99".padStart(7)}   http/direct p50   conversations`);
   for (const [kind, make] of queryKinds(conversations)) {
+    if (KINDS !== null && !KINDS.has(kind)) continue;
     const random = prng(kind.length * 31);
     const direct: number[] = [];
     const overHttp: number[] = [];

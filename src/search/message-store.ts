@@ -1,7 +1,9 @@
 import type { Knex } from "knex";
 import { dialectOf } from "../store/db.js";
+import { addConversationWords, addWords, type ConversationWords } from "./conversation-words.js";
 import { extractMessages, spanGenAi } from "./extract.js";
 import type { AttrMap, OtlpSpan } from "./otlp-types.js";
+import { insertRows, rowsOf, type Columns, type ColumnType } from "./rows.js";
 import { contentDigest, searchText } from "./text.js";
 
 export interface IngestOptions {
@@ -84,9 +86,6 @@ interface PendingMessage {
 const ZERO_TRACE = "0".repeat(32);
 const ZERO_SPAN = "0".repeat(16);
 
-type ColumnType = "text" | "bigint";
-type Columns = readonly (readonly [name: string, type: ColumnType])[];
-
 const SPAN_COLUMNS = [
   ["project", "text"], ["trace_id", "text"], ["span_id", "text"], ["parent_span_id", "text"], ["name", "text"], ["kind", "bigint"],
   ["start_us", "bigint"], ["end_us", "bigint"], ["operation_name", "text"], ["provider_name", "text"], ["request_model", "text"],
@@ -141,7 +140,8 @@ export async function ingestSpans(db: Knex, spans: OtlpSpan[], options: IngestOp
       await upsertConversations(trx, ordered.filter(([key]) => fresh.has(key)).map(([, row]) => row));
       const pending = ordered.filter(([key]) => fresh.has(key)).flatMap(([key]) => messages.get(key) ?? []);
       if (pending.length === 0) return 0;
-      const contentIds = await storeContent(trx, pending);
+      const texts = new SearchTexts(pending);
+      const contentIds = await storeContent(trx, pending, texts);
       const messageRows = pending.map((message) => {
         const span = rows.get(message.spanKey) as SpanRow;
         return [
@@ -159,46 +159,12 @@ export async function ingestSpans(db: Knex, spans: OtlpSpan[], options: IngestOp
         ];
       });
       await insertRows(trx, "search_messages", MESSAGE_COLUMNS, messageRows, "");
+      await addConversationWords(trx, conversationWords(pending, rows, texts));
       return messageRows.length;
     });
   }
   const more = rejected > reasons.length ? `; and ${rejected - reasons.length} more` : "";
   return { accepted: rows.size, rejected, errorMessage: rejected > 0 ? reasons.join("; ") + more : "", messages: written };
-}
-
-/**
- * Inserts rows sent as one JSON parameter (an array of row arrays) that the database unpacks itself: a
- * statement and a parameter per batch rather than per row. Binding values one by one cost the client more
- * than the database spent storing them. Returns the rows of the `suffix` (a RETURNING clause).
- */
-async function insertRows<T>(trx: Knex.Transaction, table: string, columns: Columns, rows: Knex.Value[][], suffix: string): Promise<T[]> {
-  if (rows.length === 0) return [];
-  const names = columns.map(([name]) => name).join(", ");
-  const sql =
-    dialectOf(trx) === "sqlite"
-      ? // WHERE true: without it SQLite would read ON CONFLICT as a join constraint.
-        `INSERT INTO ${table} (${names}) SELECT ${columns.map((_, i) => `value ->> ${i}`).join(", ")} FROM json_each(?) WHERE true ${suffix}`
-      : `INSERT INTO ${table} (${names}) SELECT ${columns.map(([, type], i) => `(r ->> ${i})::${type}`).join(", ")} FROM json_array_elements(?::json) r ${suffix}`;
-  const result = await trx.raw<unknown>(sql, [wellFormedJson(rows)]);
-  return suffix === "" ? [] : rowsOf<T>(result);
-}
-
-const ESCAPED_LONE_SURROGATE = /(?<=(?:^|[^\\])(?:\\\\)*)\\ud[89a-f][0-9a-f]{2}/g;
-
-/**
- * JSON.stringify writes a lone surrogate as a \\udXXXX escape, which PostgreSQL refuses and SQLite would store
- * as invalid UTF-8. A bound string parameter would have become U+FFFD; so does it here. (Paired surrogates are
- * written as the characters themselves, so every escape left is a lone one.)
- */
-function wellFormedJson(rows: Knex.Value[][]): string {
-  const json = JSON.stringify(rows);
-  return json.includes("\\ud") ? json.replace(ESCAPED_LONE_SURROGATE, "\ufffd") : json;
-}
-
-/** knex.raw returns an array of rows on SQLite and a pg Result (`.rows`) on PostgreSQL. */
-function rowsOf<T>(result: unknown): T[] {
-  if (Array.isArray(result)) return result as T[];
-  return (result as { rows: T[] }).rows;
 }
 
 function invalidSpan(span: OtlpSpan, headerProject: string | null | undefined): string | null {
@@ -293,7 +259,7 @@ async function upsertConversations(trx: Knex.Transaction, spans: SpanRow[]): Pro
 }
 
 /** Stores each distinct content once; returns the id of every digest the messages need. */
-async function storeContent(trx: Knex.Transaction, pending: PendingMessage[]): Promise<Map<string, number>> {
+async function storeContent(trx: Knex.Transaction, pending: PendingMessage[], texts: SearchTexts): Promise<Map<string, number>> {
   const byDigest = new Map<string, string>();
   for (const message of pending) byDigest.set(message.digest, message.content);
   const digests = [...byDigest.keys()].sort();
@@ -316,10 +282,7 @@ async function storeContent(trx: Knex.Transaction, pending: PendingMessage[]): P
     trx,
     "search_content",
     CONTENT_COLUMNS,
-    missing.map((digest) => {
-      const content = byDigest.get(digest) as string;
-      return [digest, content, searchText(content)];
-    }),
+    missing.map((digest) => [digest, byDigest.get(digest) as string, texts.of(digest)]),
     "ON CONFLICT (digest) DO NOTHING RETURNING id, digest",
   );
   for (const row of inserted) ids.set(row.digest, Number(row.id));
@@ -327,4 +290,38 @@ async function storeContent(trx: Knex.Transaction, pending: PendingMessage[]): P
   const raced = missing.filter((digest) => !ids.has(digest));
   if (raced.length > 0) await lookUp(raced);
   return ids;
+}
+
+/** The word string of each content of a batch, computed once per digest. */
+class SearchTexts {
+  private readonly contents = new Map<string, string>();
+  private readonly texts = new Map<string, string>();
+
+  constructor(pending: PendingMessage[]) {
+    for (const message of pending) this.contents.set(message.digest, message.content);
+  }
+
+  of(digest: string): string {
+    let text = this.texts.get(digest);
+    if (text === undefined) {
+      text = searchText(this.contents.get(digest) as string);
+      this.texts.set(digest, text);
+    }
+    return text;
+  }
+}
+
+/** The words of the new messages, per conversation. */
+function conversationWords(pending: PendingMessage[], spans: Map<string, SpanRow>, texts: SearchTexts): ConversationWords[] {
+  const conversations = new Map<string, ConversationWords & { digests: Set<string> }>();
+  for (const message of pending) {
+    const span = spans.get(message.spanKey) as SpanRow;
+    const key = `${span.project}\u0000${span.conversation_key}`;
+    const entry = conversations.get(key) ?? { project: span.project, conversationKey: span.conversation_key, words: new Set<string>(), digests: new Set<string>() };
+    conversations.set(key, entry);
+    if (entry.digests.has(message.digest)) continue;
+    entry.digests.add(message.digest);
+    addWords(entry.words, texts.of(message.digest));
+  }
+  return [...conversations.values()];
 }

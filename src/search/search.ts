@@ -2,7 +2,9 @@ import type { Knex } from "knex";
 import type { components } from "../../generated/search.js";
 import { dialectOf, type Dialect } from "../store/db.js";
 import { SearchRequestError } from "./errors.js";
+import { conversationsWithWord } from "./conversation-words.js";
 import { parseQuery, type ParsedQuery } from "./query.js";
+import { rowsOf } from "./rows.js";
 import { PREVIEW_LENGTH, preview } from "./text.js";
 
 type Schemas = components["schemas"];
@@ -58,27 +60,45 @@ async function runSearch(db: Knex, dialect: Dialect, req: AgentSearchReq): Promi
     throw new SearchRequestError(["body", "offset"], "Input should be an integer greater than or equal to 0", "greater_than_equal");
   }
   const parsed = parseQuery(req.query ?? "");
-  const where = matchConditions(dialect, req, parsed, await planQuery(db, dialect, req, parsed));
+  const filters = filterConditions(req);
 
-  const page = await db.raw<unknown>(
-    `SELECT m.conversation_key AS conversation_key, MAX(m.started_us) AS last_us, COUNT(*) OVER () AS total
-       FROM search_messages m WHERE ${where.sql}
-      GROUP BY m.conversation_key
-      ORDER BY MAX(m.started_us) DESC, m.conversation_key ASC
-      LIMIT ? OFFSET ?`,
-    [...where.bindings, limit, offset],
-  );
-  const pageRows = rowsOf<{ conversation_key: string; last_us: number | string; total: number | string }>(page);
-  let total: number;
-  if (pageRows.length > 0) total = Number(pageRows[0].total);
-  else {
-    const count = await db.raw<unknown>(`SELECT COUNT(DISTINCT m.conversation_key) AS total FROM search_messages m WHERE ${where.sql}`, where.bindings);
-    total = Number(rowsOf<{ total: number | string }>(count)[0]?.total ?? 0);
+  // A single word with no filter is counted per conversation; otherwise the rarest word bounds the conversations
+  // that can match, which tells where to start.
+  const single = parsed !== null && parsed.terms.length === 1 && parsed.terms[0].length === 1 && filters.sql.length === 1;
+  const cap = single ? Infinity : dialect === "sqlite" && req.agent_name != null ? LISTED_CONVERSATIONS : COMMON_CONVERSATIONS;
+  const bound = parsed === null ? null : await rarestWord(db, req.project_id, parsed, cap);
+  if (bound === 0) return { results: [], total_conversations: 0 };
+
+  let pageRows: PageRow[] | null = null;
+  let total = single ? bound : null;
+  if (parsed !== null && filters.onlyTime && limit > 0 && (bound ?? 0) >= WALK_MIN_CONVERSATIONS) {
+    // A short walk fills most pages; a longer one the rest.
+    for (const rows of new Set([Math.min(WALK_ROWS, 25 * (offset + limit)), WALK_ROWS])) {
+      const walked = await newestByWalk(db, dialect, filters, parsed, offset + limit, rows);
+      if (walked === null) continue;
+      pageRows = walked.rows.slice(offset, offset + limit);
+      total ??= walked.total;
+      break;
+    }
   }
-  if (pageRows.length === 0) return { results: [], total_conversations: total };
+  const where = parsed === null ? joinWhere(filters) : joinWhere(filters, textCondition(dialect, parsed, startOf(dialect, req, bound ?? 0)));
+  if (pageRows === null && (total === null || (limit > 0 && offset < total))) {
+    const page = await db.raw<unknown>(
+      `SELECT m.conversation_key AS conversation_key, MAX(m.started_us) AS last_us, COUNT(*) OVER () AS total
+         FROM search_messages m WHERE ${where.sql}
+        GROUP BY m.conversation_key
+        ORDER BY MAX(m.started_us) DESC, m.conversation_key ASC
+        LIMIT ? OFFSET ?`,
+      [...where.bindings, limit, offset],
+    );
+    pageRows = rowsOf<PageRow & { total: number | string }>(page);
+    if (pageRows.length > 0) total = Number((pageRows[0] as PageRow & { total: number | string }).total);
+  }
+  total ??= await countConversations(db, where);
+  if (pageRows === null || pageRows.length === 0) return { results: [], total_conversations: total };
 
   const keys = pageRows.map((row) => row.conversation_key);
-  const messages = await pageMessages(db, where, keys, parsed !== null, req.truncate_content ?? true);
+  const messages = await pageMessages(db, dialect, filters, parsed, keys, req.truncate_content ?? true);
   const names = await conversationNames(db, req.project_id, keys);
 
   const results = pageRows.map((row): AgentSearchConversationResult => ({
@@ -91,34 +111,111 @@ async function runSearch(db: Knex, dialect: Dialect, req: AgentSearchReq): Promi
   return { results, total_conversations: total };
 }
 
-interface Plan {
-  /** SQLite only: drive the query from an indexed filter rather than from the full-text matches. */
-  startFromFilter: boolean;
+interface PageRow {
+  conversation_key: string;
+  last_us: number | string;
 }
 
-/** Above this many matching contents, an indexed filter is the cheaper place to start. */
-const COMMON_MATCHES = 10_000;
+async function countConversations(db: Knex, where: Where): Promise<number> {
+  const count = await db.raw<unknown>(`SELECT COUNT(DISTINCT m.conversation_key) AS total FROM search_messages m WHERE ${where.sql}`, where.bindings);
+  return Number(rowsOf<{ total: number | string }>(count)[0]?.total ?? 0);
+}
+
+/** Messages read from the newest when a query's matches are common: enough to fill most pages, cheap to check. */
+const WALK_ROWS = 2000;
+/** Below this many matching conversations, starting from the full-text matches is cheaper than a walk. */
+const WALK_MIN_CONVERSATIONS = 1000;
 
 /**
- * SQLite cannot estimate how many contents a full-text query matches, and always starts from them. For a word
- * found nearly everywhere combined with a selective indexed filter (trace, conversation, agent), starting
- * from the filter is many times cheaper; a bounded count of the matches tells the two cases apart.
+ * The newest conversations by their newest matching message, found by reading the newest `rows` messages and
+ * checking their words: a word in most messages fills a page from the first few hundred. The answer is exact
+ * when every message was read, or when the last wanted conversation matched after the oldest message read
+ * (every message not read is older); otherwise null. `total` is known only when every message was read.
  */
-async function planQuery(db: Knex, dialect: Dialect, req: AgentSearchReq, parsed: ParsedQuery | null): Promise<Plan> {
-  const selective = req.trace_id != null || req.conversation_id != null || req.agent_name != null;
-  if (dialect !== "sqlite" || parsed === null || !selective) return { startFromFilter: false };
-  const probe = await db.raw<unknown>(
-    "SELECT COUNT(*) AS n FROM (SELECT rowid FROM search_content_fts WHERE search_content_fts MATCH ? LIMIT ?)",
-    [sqliteMatch(parsed), COMMON_MATCHES],
+async function newestByWalk(
+  db: Knex,
+  dialect: Dialect,
+  filters: Filters,
+  parsed: ParsedQuery,
+  wanted: number,
+  rows: number,
+): Promise<{ rows: PageRow[]; total: number | null } | null> {
+  const check = wordCheck(dialect, parsed);
+  const result = await db.raw<unknown>(
+    `SELECT w.conversation_key AS conversation_key, w.started_us AS started_us, CASE WHEN ${check.sql} THEN 1 ELSE 0 END AS hit
+       FROM (SELECT m.conversation_key, m.started_us, m.content_id FROM search_messages m WHERE ${filters.sql.join(" AND ")}
+              ORDER BY m.started_us DESC LIMIT ?) w
+       JOIN search_content c ON c.id = w.content_id`,
+    [...check.bindings, ...filters.bindings, rows],
   );
-  return { startFromFilter: Number(rowsOf<{ n: number }>(probe)[0].n) >= COMMON_MATCHES };
+  const walked = rowsOf<{ conversation_key: string; started_us: number | string; hit: number | string }>(result);
+  const newest = new Map<string, number>();
+  let oldest = Infinity;
+  for (const row of walked) {
+    const us = Number(row.started_us);
+    oldest = Math.min(oldest, us);
+    if (Number(row.hit) === 1 && (newest.get(row.conversation_key) ?? -Infinity) < us) newest.set(row.conversation_key, us);
+  }
+  const found = [...newest.entries()]
+    .sort(([a, x], [b, y]) => y - x || (a < b ? -1 : a > b ? 1 : 0))
+    .map(([conversation_key, us]) => ({ conversation_key, last_us: us }));
+  if (walked.length < rows) return { rows: found, total: found.length };
+  if (found.length >= wanted && Number(found[wanted - 1].last_us) > oldest) return { rows: found, total: null };
+  return null;
+}
+
+/** The fewest conversations any word of the query is found in, counting no further than `cap`. */
+async function rarestWord(db: Knex, project: string, parsed: ParsedQuery, cap: number): Promise<number> {
+  let fewest = cap;
+  for (const word of new Set(parsed.terms.flat())) fewest = Math.min(fewest, await conversationsWithWord(db, project, word, fewest));
+  return fewest;
+}
+
+/**
+ * Where a text query with filters starts: from the full-text matches, or from the messages the filters select,
+ * looked up among the matches (SQLite) or checked word by word.
+ */
+type Start = "matches" | "filtersLookup" | "filtersCheck";
+
+/** From this many conversations with the rarest word on, an agent's messages are the cheaper place to start. */
+const COMMON_CONVERSATIONS = 2_000;
+/**
+ * SQLite reads the matches from FTS5's lists at little cost per match: up to this many conversations, the agent's
+ * messages are looked up among them; beyond, checking those messages' words costs less. PostgreSQL reads a row per
+ * match, so it checks from COMMON_CONVERSATIONS on.
+ */
+const LISTED_CONVERSATIONS = 50_000;
+
+/** A trace or a conversation has few messages: checking them beats any full-text lookup. An agent has many. */
+function startOf(dialect: Dialect, req: AgentSearchReq, bound: number): Start {
+  if (req.trace_id != null || req.conversation_id != null) return "filtersCheck";
+  if (req.agent_name == null || bound < COMMON_CONVERSATIONS) return "matches";
+  return dialect === "sqlite" && bound < LISTED_CONVERSATIONS ? "filtersLookup" : "filtersCheck";
+}
+
+function postgresWords(parsed: ParsedQuery): string {
+  return [...new Set(parsed.terms.flat())].map((word) => `'${word}'`).join(" & ");
 }
 
 function sqliteMatch(parsed: ParsedQuery): string {
   return parsed.terms.map((term) => `"${term.join(" ")}"`).join(" AND ");
 }
 
-function matchConditions(dialect: Dialect, req: AgentSearchReq, parsed: ParsedQuery | null, plan: Plan): Where {
+/** The conditions on a message's own columns; `sql[0]` is the project. */
+interface Filters {
+  sql: string[];
+  bindings: Knex.Value[];
+  /** No condition besides the project and the time range: the time index serves them all. */
+  onlyTime: boolean;
+}
+
+function joinWhere(filters: Filters, text?: Where): Where {
+  return text === undefined
+    ? { sql: filters.sql.join(" AND "), bindings: filters.bindings }
+    : { sql: [...filters.sql, text.sql].join(" AND "), bindings: [...filters.bindings, ...text.bindings] };
+}
+
+function filterConditions(req: AgentSearchReq): Filters {
   const sql: string[] = ["m.project = ?"];
   const bindings: Knex.Value[] = [req.project_id];
   const equal = (column: string, value: string | null | undefined) => {
@@ -143,6 +240,7 @@ function matchConditions(dialect: Dialect, req: AgentSearchReq, parsed: ParsedQu
     sql.push(`m.role IN (${[...roles].map(() => "?").join(", ")})`);
     bindings.push(...roles);
   }
+  const onlyTime = sql.length === 1;
   const after = micros(req.started_after, "started_after");
   if (after !== null) {
     sql.push("m.started_us >= ?");
@@ -153,21 +251,39 @@ function matchConditions(dialect: Dialect, req: AgentSearchReq, parsed: ParsedQu
     sql.push("m.started_us < ?");
     bindings.push(before);
   }
-  if (parsed !== null) {
-    if (dialect === "sqlite") {
-      sql.push(`${plan.startFromFilter ? "+" : ""}m.content_id IN (SELECT rowid FROM search_content_fts WHERE search_content_fts MATCH ?)`);
-      bindings.push(sqliteMatch(parsed));
-    } else {
-      // The GIN index finds contents with every word; phrases are then checked on the word string, whose
-      // words are separated by exactly one space (tsvector positions are capped, the string is not).
-      const allWords = [...new Set(parsed.terms.flat())];
-      const phrases = parsed.terms.filter((term) => term.length > 1);
-      const phraseSql = phrases.map(() => " AND strpos(c.search_text, ?) > 0").join("");
-      sql.push(`m.content_id IN (SELECT c.id FROM search_content c WHERE c.words @@ ?::tsquery${phraseSql})`);
-      bindings.push(allWords.map((word) => `'${word}'`).join(" & "), ...phrases.map((term) => ` ${term.join(" ")} `));
-    }
+  return { sql, bindings, onlyTime };
+}
+
+/**
+ * Whether the content `c` holds every term: its word string has each word or phrase between single spaces,
+ * exactly what the full-text indexes match. Cheap for a few thousand rows; the indexes are for more.
+ */
+function wordCheck(dialect: Dialect, parsed: ParsedQuery, content = "c"): Where {
+  const position = dialect === "sqlite" ? "instr" : "strpos";
+  return {
+    sql: parsed.terms.map(() => `${position}(${content}.search_text, ?) > 0`).join(" AND "),
+    bindings: parsed.terms.map((term) => ` ${term.join(" ")} `),
+  };
+}
+
+function textCondition(dialect: Dialect, parsed: ParsedQuery, start: Start): Where {
+  if (start === "filtersCheck") {
+    const check = wordCheck(dialect, parsed);
+    return { sql: `EXISTS (SELECT 1 FROM search_content c WHERE c.id = m.content_id AND ${check.sql})`, bindings: check.bindings };
   }
-  return { sql: sql.join(" AND "), bindings };
+  if (dialect === "sqlite") {
+    // The unary + keeps SQLite from driving the query from the matches.
+    const lookup = start === "filtersLookup" ? "+" : "";
+    return { sql: `${lookup}m.content_id IN (SELECT rowid FROM search_content_fts WHERE search_content_fts MATCH ?)`, bindings: [sqliteMatch(parsed)] };
+  }
+  // The GIN index finds contents with every word; phrases are then checked on the word string, whose
+  // words are separated by exactly one space (tsvector positions are capped, the string is not).
+  const phrases = parsed.terms.filter((term) => term.length > 1);
+  const phraseSql = phrases.map(() => " AND strpos(c.search_text, ?) > 0").join("");
+  return {
+    sql: `m.content_id IN (SELECT c.id FROM search_content c WHERE c.words @@ ?::tsquery${phraseSql})`,
+    bindings: [postgresWords(parsed), ...phrases.map((term) => ` ${term.join(" ")} `)],
+  };
 }
 
 interface MessageRow {
@@ -180,21 +296,31 @@ interface MessageRow {
   content: string;
 }
 
-async function pageMessages(db: Knex, where: Where, keys: string[], dedupe: boolean, truncate: boolean): Promise<Map<string, AgentSearchMatchedMessage[]>> {
+async function pageMessages(
+  db: Knex,
+  dialect: Dialect,
+  filters: Filters,
+  parsed: ParsedQuery | null,
+  keys: string[],
+  truncate: boolean,
+): Promise<Map<string, AgentSearchMatchedMessage[]>> {
   const inKeys = `m.conversation_key IN (${keys.map(() => "?").join(", ")})`;
   // Only the preview leaves the database: PREVIEW_LENGTH code points cover PREVIEW_LENGTH UTF-16 units.
   const content = truncate ? `substr(c.content, 1, ${PREVIEW_LENGTH})` : "c.content";
-  const rank = dedupe
+  // A page holds few conversations: their messages' words are checked one by one.
+  const check = parsed === null ? null : wordCheck(dialect, parsed, "t");
+  const rank = check !== null
     ? ", ROW_NUMBER() OVER (PARTITION BY m.conversation_key, m.role, m.content_id ORDER BY m.started_us DESC, m.id DESC) AS occurrence"
     : ", 1 AS occurrence";
+  const matches = check !== null ? `JOIN search_content t ON t.id = m.content_id AND ${check.sql}` : "";
   const result = await db.raw<unknown>(
     `SELECT x.conversation_key, x.trace_id, x.span_id, x.role, x.started_us, c.digest AS digest, ${content} AS content
        FROM (SELECT m.conversation_key, m.trace_id, m.span_id, m.ordinal, m.role, m.started_us, m.content_id${rank}
-               FROM search_messages m WHERE ${where.sql} AND ${inKeys}) x
+               FROM search_messages m ${matches} WHERE ${filters.sql.join(" AND ")} AND ${inKeys}) x
        JOIN search_content c ON c.id = x.content_id
       WHERE x.occurrence = 1
       ORDER BY x.started_us ASC, x.trace_id ASC, x.span_id ASC, x.ordinal ASC`,
-    [...where.bindings, ...keys],
+    [...(check?.bindings ?? []), ...filters.bindings, ...keys],
   );
   const byConversation = new Map<string, AgentSearchMatchedMessage[]>();
   for (const row of rowsOf<MessageRow>(result)) {
@@ -231,10 +357,4 @@ function micros(value: string | null | undefined, field: string): number | null 
 
 function isoFromMicros(us: number): string {
   return new Date(Math.floor(us / 1000)).toISOString();
-}
-
-/** knex.raw returns an array of rows on SQLite and a pg Result (`.rows`) on PostgreSQL. */
-function rowsOf<T>(result: unknown): T[] {
-  if (Array.isArray(result)) return result as T[];
-  return (result as { rows: T[] }).rows;
 }

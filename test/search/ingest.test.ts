@@ -37,6 +37,15 @@ describe.each(DIALECTS)("ingestion on %s", (dialect) => {
     expect(res.results[0].matched_messages[0].content_preview).toBe("broken \ufffd surrogate and a pair 😀 kept");
   });
 
+  it("counts a conversation once when requests add to it concurrently", async () => {
+    const turns = Array.from({ length: 12 }, (_, i) =>
+      ingestSpans(t.db, [span(60, 200 + i, { ...say(`racing turn ${i}`), "gen_ai.conversation.id": "conv-race" })], { project: PROJECT }),
+    );
+    await Promise.all(turns);
+    expect((await search("racing")).total_conversations).toBe(1);
+    expect((await search("turn")).total_conversations).toBe(2);
+  });
+
   it("stores a large export request in one go", async () => {
     const spans = Array.from({ length: 3000 }, (_, i) => span(40 + (i % 50), 100 + i, { ...say(`bulk message ${i} shared words`), "gen_ai.conversation.id": `bulk-${i % 50}` }));
     const result = await ingestSpans(t.db, spans, { project: PROJECT });
