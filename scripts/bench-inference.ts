@@ -1,16 +1,17 @@
 /**
  * Inference benchmark (run by hand): decode speed and time to first token of the chat-completions service.
  *
- *   npx tsx scripts/bench-inference.ts [--models tiny,100m] [--tokens 128] [--requests 8] [--repeats 3] [--threads N] [--parallel 8]
+ *   npx tsx scripts/bench-inference.ts [--models tiny,100m,100m-f32] [--tokens 128] [--requests 8] [--repeats 3] [--threads N] [--parallel 8]
  *
- * For each model (the built-in tiny model and a ~100M-parameter qwen3 F16 model, built into data/bench-inference/ when
- * missing) it prints:
+ * For each model (the built-in tiny model, a ~100M-parameter qwen3 model in F16 and the same in F32, built into
+ * data/bench-inference/ when missing) it prints:
  *  1. single-stream decode tokens/s three ways on the same context settings: node-llama-cpp called directly (a sequence
  *     `evaluate` loop), our engine called directly (`LlamaEngine.stream`, no HTTP), and the server over HTTP with SSE;
  *     the runs are interleaved so load from other work on the machine hits all three alike;
- *  2. aggregate tokens/s over HTTP with 1, 4 and 8 streams in flight, on a server that decodes `--parallel` sequences
- *     in one batch;
- *  3. time to first token (request start to first content chunk) p50/p99 at each of those loads.
+ *  2. aggregate tokens/s with 1, 4 and 8 streams in flight, over HTTP on a server that decodes `--parallel` sequences in
+ *     one batch, and side by side with plain node-llama-cpp evaluate loops on as many sequences of one context (what
+ *     llama.cpp's batching itself gives on this machine);
+ *  3. time to first token (request start to first content chunk) p50/p99 over HTTP at each of those loads.
  *
  * Sampling is greedy, so the three single-stream paths decode the same tokens from the same prompt; those runs use
  * prompts whose completion runs the full `--tokens` (node-llama-cpp ignores a bias on end-of-generation tokens, so the
@@ -27,6 +28,8 @@ import { getLlama, type Llama, type LlamaContext, type LlamaContextSequence, typ
 import { loadConfig } from "../src/config.js";
 import { renderChat } from "../src/inference/chat-render.js";
 import { LlamaEngine } from "../src/inference/llama-engine.js";
+import { GgmlType } from "../src/gguf/types.js";
+import type { GgufWritableType } from "../src/gguf/writer.js";
 import { buildTinyModel, type TinyArch, type TinyPreset } from "../src/inference/tiny-model.js";
 import type { ChatCompletionRequest } from "../src/inference/types.js";
 import { createLogger } from "../src/logging.js";
@@ -34,7 +37,7 @@ import { startServer, type RunningServer } from "../src/server.js";
 
 const { values: args } = parseArgs({
   options: {
-    models: { type: "string", default: "tiny,100m" },
+    models: { type: "string", default: "tiny,100m,100m-f32" },
     tokens: { type: "string", default: "128" },
     requests: { type: "string", default: "8" },
     repeats: { type: "string", default: "3" },
@@ -55,10 +58,14 @@ interface BenchModel {
   file: string;
   arch: TinyArch;
   preset: TinyPreset;
+  weightType?: GgufWritableType;
 }
 const MODELS: Record<string, BenchModel> = {
   tiny: { file: "tiny-llama.gguf", arch: "llama", preset: "tiny" },
+  // F16, 205 MB: on a CPU whose last-level cache holds it, one stream's decode is bound by arithmetic, not memory.
   "100m": { file: "100m-qwen3.gguf", arch: "qwen3", preset: "100m" },
+  // F32, 410 MB: weights streamed from memory for every token, as with real models; batching shares each read.
+  "100m-f32": { file: "100m-qwen3-f32.gguf", arch: "qwen3", preset: "100m", weightType: GgmlType.F32 },
 };
 
 function positive(value: string, name: string): number {
@@ -98,19 +105,19 @@ function userMessage(i: number): string {
 
 // ---- the three ways to decode ---------------------------------------------------------------------------------
 
-/** Plain node-llama-cpp: a sequence `evaluate` loop on a context with the engine's settings, fed the same prompt tokens. */
+/** Plain node-llama-cpp: `evaluate` loops on sequences of a context with the engine's settings, fed the same prompt tokens. */
 class DirectDecoder {
   private constructor(
     private readonly model: LlamaModel,
     private readonly context: LlamaContext,
-    private readonly sequence: LlamaContextSequence,
+    private readonly free: LlamaContextSequence[],
     private readonly template: string,
   ) {}
 
   static async load(llama: Llama, modelPath: string, contextSize: number, template: string): Promise<DirectDecoder> {
     const model = await llama.loadModel({ modelPath });
     const context = await model.createContext({ contextSize, sequences: PARALLEL, threads: THREADS });
-    return new DirectDecoder(model, context, context.getSequence(), template);
+    return new DirectDecoder(model, context, Array.from({ length: PARALLEL }, () => context.getSequence()), template);
   }
 
   /** The prompt exactly as the engine tokenizes it, so greedy decoding yields the same tokens on every path. */
@@ -127,18 +134,25 @@ class DirectDecoder {
     return tokens;
   }
 
+  /** One generation on a free sequence; up to PARALLEL run at once, decoded in shared batches. */
   async run(i: number): Promise<Generation> {
-    const start = performance.now();
-    await this.sequence.clearHistory();
-    let firstToken = 0;
-    let tokens = 0;
-    for await (const token of this.sequence.evaluate(this.promptTokens(i), { temperature: 0, yieldEogToken: true })) {
-      if (tokens++ === 0) firstToken = performance.now();
-      if (this.model.isEogToken(token) || tokens >= TOKENS) break;
-      // Detokenizing each token is work any streaming caller does; it keeps the baseline honest.
-      this.model.detokenize([token]);
+    const sequence = this.free.pop();
+    if (!sequence) throw new Error("more direct generations in flight than sequences");
+    try {
+      const start = performance.now();
+      await sequence.clearHistory();
+      let firstToken = 0;
+      let tokens = 0;
+      for await (const token of sequence.evaluate(this.promptTokens(i), { temperature: 0, yieldEogToken: true })) {
+        if (tokens++ === 0) firstToken = performance.now();
+        if (this.model.isEogToken(token) || tokens >= TOKENS) break;
+        // Detokenizing each token is work any streaming caller does; it keeps the baseline honest.
+        this.model.detokenize([token]);
+      }
+      return { start, firstToken, end: performance.now(), tokens };
+    } finally {
+      this.free.push(sequence);
     }
-    return { start, firstToken, end: performance.now(), tokens };
   }
 
   async close(): Promise<void> {
@@ -207,7 +221,7 @@ async function ensureModel(name: string): Promise<string> {
   const file = path.join(BENCH_DIR, spec.file);
   if (!existsSync(file)) {
     console.log(`building ${file} …`);
-    await buildTinyModel({ outPath: file, arch: spec.arch, preset: spec.preset, seed: 42 });
+    await buildTinyModel({ outPath: file, arch: spec.arch, preset: spec.preset, weightType: spec.weightType, seed: 42 });
   }
   return file;
 }
@@ -225,6 +239,22 @@ async function startBenchServer(modelName: string, modelPath: string): Promise<{
   const url = server.urls.inference;
   if (!url) throw new Error("the inference service did not start");
   return { server, url, dataDir };
+}
+
+/** `streams` clients each keep one generation in flight until `requests` have been started. */
+async function underLoad(streams: number, requests: number, run: () => Promise<Generation>): Promise<{ list: Generation[]; seconds: number }> {
+  const list: Generation[] = [];
+  let sent = 0;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: streams }, async () => {
+      while (sent < requests) {
+        sent++;
+        list.push(await run());
+      }
+    }),
+  );
+  return { list, seconds: (performance.now() - started) / 1000 };
 }
 
 // ---- report ---------------------------------------------------------------------------------------------------
@@ -298,48 +328,49 @@ async function benchModel(llama: Llama, name: string): Promise<void> {
 
     // Fresh prompts from here on, so no request finds its prompt already cached in a sequence.
     let nextPrompt = 1000;
-    const rows: string[][] = [];
-    let oneStream = 0;
+    const loadPaths: [string, (i: number) => Promise<Generation>][] = [
+      ["node-llama-cpp", (i) => direct.run(i)],
+      ["HTTP", (i) => httpRun(url, chatRequest(name, i))],
+    ];
+    const results = new Map<string, { rates: number[]; firsts: number[]; tokens: number; generations: number }>();
     for (const streams of LOADS) {
-      const rates: number[] = [];
-      const firsts: number[] = [];
-      let tokens = 0;
-      let generations = 0;
       for (let r = 0; r < REPEATS; r++) {
-        const gens: Generation[] = [];
-        const requests = Math.max(REQUESTS, streams);
-        let sent = 0;
-        const started = performance.now();
-        // `streams` clients each keep one request in flight until `requests` have been sent.
-        await Promise.all(
-          Array.from({ length: streams }, async () => {
-            while (sent < requests) {
-              sent++;
-              gens.push(await httpRun(url, chatRequest(name, nextPrompt++)));
-            }
-          }),
-        );
-        const seconds = (performance.now() - started) / 1000;
-        const decoded = gens.reduce((s, g) => s + g.tokens, 0);
-        rates.push(decoded / seconds);
-        firsts.push(...gens.map(ttft));
-        tokens += decoded;
-        generations += gens.length;
+        for (let k = 0; k < loadPaths.length; k++) {
+          const [label, run] = loadPaths[(r + k) % loadPaths.length];
+          const gens = await underLoad(streams, Math.max(REQUESTS, streams), () => run(nextPrompt++));
+          const result = results.get(`${label}/${streams}`) ?? { rates: [], firsts: [], tokens: 0, generations: 0 };
+          results.set(`${label}/${streams}`, result);
+          const decoded = gens.list.reduce((s, g) => s + g.tokens, 0);
+          result.rates.push(decoded / gens.seconds);
+          result.firsts.push(...gens.list.map(ttft));
+          result.tokens += decoded;
+          result.generations += gens.list.length;
+        }
       }
-      const rate = median(rates);
-      if (streams === 1) oneStream = rate;
-      rows.push([
-        String(streams),
-        fmt(rate),
-        `${fmt(rate / oneStream, 2)}x`,
-        fmt(percentile(firsts, 50)),
-        fmt(percentile(firsts, 99)),
-        fmt(tokens / generations, 0),
-        String(firsts.length),
-      ]);
     }
-    console.log(`\n  HTTP load: ${REQUESTS} requests per level (at least one per stream), median of ${REPEATS} repeats`);
-    table(["streams", "aggregate tok/s", "vs 1 stream", "TTFT p50 ms", "TTFT p99 ms", "tokens/gen", "samples"], rows);
+    const rate = (label: string, streams: number): number => median(results.get(`${label}/${streams}`)?.rates ?? []);
+    console.log(
+      `\n  load: ${REQUESTS} requests per level (at least one per stream), median of ${REPEATS} repeats; ` +
+        "node-llama-cpp = plain evaluate loops on the sequences of one context, HTTP = the server (SSE)",
+    );
+    table(
+      ["streams", "node-llama-cpp tok/s", "vs 1", "HTTP tok/s", "vs 1", "HTTP/library", "TTFT p50 ms", "TTFT p99 ms", "tokens/gen", "samples"],
+      LOADS.map((streams) => {
+        const http = results.get(`HTTP/${streams}`) ?? { rates: [], firsts: [], tokens: 0, generations: 1 };
+        return [
+          String(streams),
+          fmt(rate("node-llama-cpp", streams)),
+          `${fmt(rate("node-llama-cpp", streams) / rate("node-llama-cpp", 1), 2)}x`,
+          fmt(rate("HTTP", streams)),
+          `${fmt(rate("HTTP", streams) / rate("HTTP", 1), 2)}x`,
+          fmt(rate("HTTP", streams) / rate("node-llama-cpp", streams), 2),
+          fmt(percentile(http.firsts, 50)),
+          fmt(percentile(http.firsts, 99)),
+          fmt(http.tokens / http.generations, 0),
+          String(http.firsts.length),
+        ];
+      }),
+    );
   } finally {
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -259,6 +259,41 @@ describe("LlamaEngine", () => {
     }
   });
 
+  it("starts a new prompt on a used sequence while other streams keep generating", async () => {
+    const engine3 = await LlamaEngine.load({ modelPath, ...ENGINE, parallel: 3 });
+    const controller = new AbortController();
+    try {
+      // Every sequence holds cached tokens, so the next prompt on any of them must first erase some.
+      const asks = ["Hi", "Hello there", "Good morning"];
+      await Promise.all(asks.map((content) => engine3.complete(request({ max_tokens: 4, messages: [{ role: "user", content }] }))));
+      // 20 strings of 1000 characters: the grammar forbids an early end, so these streams run to max_tokens.
+      const long = request({
+        max_tokens: 900,
+        response_format: { type: "json_schema", json_schema: { name: "long", schema: { type: "array", minItems: 20, items: { type: "string", minLength: 1000 } } } },
+      });
+      const chunks = [0, 0];
+      let ended = 0;
+      const longRuns = chunks.map(async (_, i) => {
+        try {
+          for await (const _chunk of engine3.stream(long, { signal: controller.signal })) chunks[i]++;
+          ended++;
+        } catch (err) {
+          if (!(err instanceof GenerationAbortedError)) throw err;
+        }
+      });
+      while (chunks.some((n) => n < 5) && ended === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      const short = await engine3.complete(request({ max_tokens: 3, messages: [{ role: "user", content: "A different question entirely?" }] }));
+      expect(short.usage.completion_tokens).toBeGreaterThan(0);
+      // Erasing the cached tokens of the short request's sequence must not wait for the long streams to end.
+      expect(ended).toBe(0);
+      controller.abort();
+      await Promise.all(longRuns);
+    } finally {
+      controller.abort();
+      await engine3.close();
+    }
+  });
+
   it("applies a LoRA adapter per request", async () => {
     const header = await readGgufHeader(modelPath);
     const rank = 4;

@@ -15,6 +15,7 @@ import {
 import { notFound } from "../errors.js";
 import { readGgufHeader } from "../gguf/reader.js";
 import { Admission, type Release } from "./admission.js";
+import { CacheEditGate } from "./cache-edit-gate.js";
 import { CHATML_TOOLS_TEMPLATE } from "./chat-template.js";
 import { renderChat } from "./chat-render.js";
 import { GenerationAbortedError, InvalidRequestError, UnsupportedRequestError } from "./errors.js";
@@ -68,6 +69,7 @@ export interface LlamaModelInfo {
 
 interface ContextEntry {
   context: LlamaContext;
+  gate: CacheEditGate;
   free: LlamaContextSequence[];
   active: number;
   lastUsed: number;
@@ -406,7 +408,7 @@ export class LlamaEngine implements Engine {
     });
     const free: LlamaContextSequence[] = [];
     for (let i = 0; i < this.options.parallel; i++) free.push(context.getSequence());
-    return { context, free, active: 0, lastUsed: Date.now(), base: !lora };
+    return { context, gate: new CacheEditGate(), free, active: 0, lastUsed: Date.now(), base: !lora };
   }
 
   /** Keeps at most maxContexts contexts by disposing the least recently used idle adapter contexts. */
@@ -459,7 +461,7 @@ export class LlamaEngine implements Engine {
     if (!sequence) throw new Error("no free sequence although a slot was granted");
     entry.active++;
     try {
-      return await this.generate(job, index, seed, sequence, options.signal, onEvent);
+      return await this.generate(job, index, seed, sequence, entry.gate, options.signal, onEvent);
     } finally {
       entry.active--;
       entry.lastUsed = Date.now();
@@ -472,6 +474,7 @@ export class LlamaEngine implements Engine {
     index: number,
     seed: number,
     sequence: LlamaContextSequence,
+    gate: CacheEditGate,
     signal: AbortSignal | undefined,
     onEvent: (event: ChoiceEvent) => void,
   ): Promise<ChoiceOutcome> {
@@ -482,7 +485,7 @@ export class LlamaEngine implements Engine {
     // Reuse the cached prefix the sequence already holds; at least one prompt token is evaluated to get logits.
     const keep = Math.min(sequence.compareContextTokens(promptTokens).firstDifferentIndex, promptTokens.length - 1);
     if (keep < sequence.nextTokenIndex) {
-      await sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]);
+      await gate.edit(() => sequence.eraseContextTokenRanges([{ start: keep, end: sequence.nextTokenIndex }]));
     }
 
     const generated: Token[] = [];
@@ -532,11 +535,13 @@ export class LlamaEngine implements Engine {
       pendingLogprobs = [];
     };
 
-    const outputs = sequence.evaluateWithMetadata(
-      promptTokens.slice(keep),
-      { confidence: plan.logprobs, probabilities: plan.topLogprobs > 0 },
-      evaluateOptions,
-    ) as AsyncGenerator<EvaluatedToken, void, void>;
+    const outputs = gate.throttle(
+      sequence.evaluateWithMetadata(
+        promptTokens.slice(keep),
+        { confidence: plan.logprobs, probabilities: plan.topLogprobs > 0 },
+        evaluateOptions,
+      ) as AsyncGenerator<EvaluatedToken, void, void>,
+    );
     let stopped = false;
     for await (const out of outputs) {
       if (signal?.aborted) throw new GenerationAbortedError();

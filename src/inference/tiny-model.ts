@@ -15,6 +15,8 @@ export interface TinyModelOptions {
   arch?: TinyArch;
   preset?: TinyPreset;
   seed?: number;
+  /** Overrides the preset's weight type (norms stay F32). */
+  weightType?: GgufWritableType;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -36,6 +38,9 @@ export const TINY_PRESETS: Readonly<Record<TinyPreset, TinyModelShape>> = {
 };
 
 export const SPECIAL_TOKENS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"] as const;
+
+// llama.cpp's llama_ftype of a file whose weights are all of one type.
+const FILE_TYPES: Record<GgufWritableType, number> = { [GgmlType.F32]: 0, [GgmlType.F16]: 1, [GgmlType.Q8_0]: 7, [GgmlType.BF16]: 32 };
 
 // llama.cpp token types (llama_token_type): 1 normal, 3 control.
 const TOKEN_TYPE_NORMAL = 1;
@@ -124,8 +129,9 @@ export function tinyModelContents(options: Omit<TinyModelOptions, "outPath" | "o
   const arch = options.arch ?? "llama";
   const preset = options.preset ?? "tiny";
   const seed = options.seed ?? 42;
-  const shape = TINY_PRESETS[preset];
-  if (!shape) throw new Error(`unknown preset ${preset}`);
+  const presetShape = TINY_PRESETS[preset];
+  if (!presetShape) throw new Error(`unknown preset ${preset}`);
+  const shape = { ...presetShape, weightType: options.weightType ?? presetShape.weightType };
   if (!["llama", "qwen2", "qwen3"].includes(arch)) throw new Error(`unknown architecture ${arch}`);
 
   const bpe = trainByteLevelBpe(TOKENIZER_CORPUS, shape.merges);
@@ -139,7 +145,7 @@ export function tinyModelContents(options: Omit<TinyModelOptions, "outPath" | "o
     { key: "general.type", type: "string", value: "model" },
     { key: "general.name", type: "string", value: `gyre-${preset}-${arch}` },
     { key: "general.description", type: "string", value: `Random-initialised ${arch} chat model (seed ${seed}) built into gyre` },
-    { key: "general.file_type", type: "uint32", value: shape.weightType === GgmlType.F16 ? 1 : 0 },
+    { key: "general.file_type", type: "uint32", value: FILE_TYPES[shape.weightType] },
     ...architectureKvs(arch, shape, vocabSize),
     { key: "tokenizer.ggml.model", type: "string", value: "gpt2" },
     { key: "tokenizer.ggml.pre", type: "string", value: "qwen2" },
