@@ -24,6 +24,7 @@ import os from "node:os";
 import path from "node:path";
 import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
+import { Worker } from "node:worker_threads";
 import { getLlama, type Llama, type LlamaContext, type LlamaContextSequence, type LlamaModel, type Token } from "node-llama-cpp";
 import { loadConfig } from "../src/config.js";
 import { renderChat } from "../src/inference/chat-render.js";
@@ -62,9 +63,9 @@ interface BenchModel {
 }
 const MODELS: Record<string, BenchModel> = {
   tiny: { file: "tiny-llama.gguf", arch: "llama", preset: "tiny" },
-  // F16, 205 MB: on a CPU whose last-level cache holds it, one stream's decode is bound by arithmetic, not memory.
+  // F16, 205 MB: fits in the last-level cache of some server CPUs.
   "100m": { file: "100m-qwen3.gguf", arch: "qwen3", preset: "100m" },
-  // F32, 410 MB: weights streamed from memory for every token, as with real models; batching shares each read.
+  // F32, 410 MB: larger than those caches, so every token reads the weights from memory, as real models do.
   "100m-f32": { file: "100m-qwen3-f32.gguf", arch: "qwen3", preset: "100m", weightType: GgmlType.F32 },
 };
 
@@ -184,33 +185,34 @@ async function engineRun(engine: LlamaEngine, request: ChatCompletionRequest): P
   return { start, firstToken, end: performance.now(), tokens };
 }
 
-/** One streamed completion over HTTP, read as SSE with fetch. */
-async function httpRun(baseUrl: string, request: ChatCompletionRequest): Promise<Generation> {
-  const start = performance.now();
-  const response = await fetch(`${baseUrl}/v1/chat/completions`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${API_KEY}`, "content-type": "application/json" },
-    body: JSON.stringify(request),
-  });
-  if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}: ${await response.text()}`);
-  let firstToken = 0;
-  let tokens = 0;
-  let buffered = "";
-  const decoder = new TextDecoder();
-  for await (const bytes of response.body) {
-    buffered += decoder.decode(bytes, { stream: true });
-    let cut: number;
-    while ((cut = buffered.indexOf("\n\n")) >= 0) {
-      const event = buffered.slice(0, cut);
-      buffered = buffered.slice(cut + 2);
-      if (!event.startsWith("data: ") || event === "data: [DONE]") continue;
-      const chunk = JSON.parse(event.slice(6)) as { choices: { delta: { content?: string } }[]; usage?: { completion_tokens: number }; error?: unknown };
-      if (chunk.error) throw new Error(`stream failed: ${JSON.stringify(chunk.error)}`);
-      if (!firstToken && chunk.choices[0]?.delta.content) firstToken = performance.now();
-      if (chunk.usage) tokens = chunk.usage.completion_tokens;
-    }
+type ClientAnswer = { id: number; generation: Generation } | { id: number; error: string };
+
+/** Streamed completions over HTTP, sent and read as SSE by a client on its own thread (scripts/lib/sse-client-worker.mjs). */
+class HttpClient {
+  private readonly worker = new Worker(new URL("./lib/sse-client-worker.mjs", import.meta.url));
+  private readonly pending = new Map<number, { resolve: (g: Generation) => void; reject: (err: Error) => void }>();
+  private nextId = 0;
+
+  constructor(private readonly url: string) {
+    this.worker.on("message", (answer: ClientAnswer) => {
+      const waiter = this.pending.get(answer.id);
+      this.pending.delete(answer.id);
+      if ("error" in answer) waiter?.reject(new Error(answer.error));
+      else waiter?.resolve(answer.generation);
+    });
   }
-  return { start, firstToken, end: performance.now(), tokens };
+
+  run(request: ChatCompletionRequest): Promise<Generation> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      this.worker.postMessage({ id, url: this.url, apiKey: API_KEY, request });
+    });
+  }
+
+  async close(): Promise<void> {
+    await this.worker.terminate();
+  }
 }
 
 // ---- setup ----------------------------------------------------------------------------------------------------
@@ -288,6 +290,7 @@ async function benchModel(llama: Llama, name: string): Promise<void> {
   const engine = await LlamaEngine.load({ modelPath, parallel: PARALLEL, threads: THREADS, llama });
   const direct = await DirectDecoder.load(llama, modelPath, engine.info.contextSize, engine.template);
   const { server, url, dataDir } = await startBenchServer(name, modelPath);
+  const client = new HttpClient(url);
   try {
     console.log(
       `\n== ${name}: ${engine.info.architecture}, ${(engine.info.parameters / 1e6).toFixed(1)}M parameters, ` +
@@ -298,12 +301,12 @@ async function benchModel(llama: Llama, name: string): Promise<void> {
     const prompts = await fullLengthPrompts(direct, singleRuns);
     // Warm-up: loads the server's engine and builds what the engine builds on first use.
     await engineRun(engine, chatRequest(name, prompts[0]));
-    await httpRun(url, chatRequest(name, prompts[0]));
+    await client.run(chatRequest(name, prompts[0]));
 
     const paths: [string, (i: number) => Promise<Generation>][] = [
       ["node-llama-cpp direct", (i) => direct.run(i)],
       ["engine direct (no HTTP)", (i) => engineRun(engine, chatRequest(name, i))],
-      ["HTTP + SSE", (i) => httpRun(url, chatRequest(name, i))],
+      ["HTTP + SSE", (i) => client.run(chatRequest(name, i))],
     ];
     const single = new Map<string, Generation[]>(paths.map(([label]) => [label, []]));
     for (let r = 0; r < singleRuns; r++) {
@@ -330,7 +333,7 @@ async function benchModel(llama: Llama, name: string): Promise<void> {
     let nextPrompt = 1000;
     const loadPaths: [string, (i: number) => Promise<Generation>][] = [
       ["node-llama-cpp", (i) => direct.run(i)],
-      ["HTTP", (i) => httpRun(url, chatRequest(name, i))],
+      ["HTTP", (i) => client.run(chatRequest(name, i))],
     ];
     const results = new Map<string, { rates: number[]; firsts: number[]; tokens: number; generations: number }>();
     for (const streams of LOADS) {
@@ -372,6 +375,7 @@ async function benchModel(llama: Llama, name: string): Promise<void> {
       }),
     );
   } finally {
+    await client.close();
     await server.close();
     rmSync(dataDir, { recursive: true, force: true });
     await direct.close();
