@@ -141,7 +141,7 @@ export async function ingestSpans(db: Knex, spans: OtlpSpan[], options: IngestOp
       const pending = ordered.filter(([key]) => fresh.has(key)).flatMap(([key]) => messages.get(key) ?? []);
       if (pending.length === 0) return 0;
       const texts = new SearchTexts(pending);
-      const contentIds = await storeContent(trx, pending, texts);
+      const contentIds = await storeContent(trx, texts);
       const messageRows = pending.map((message) => {
         const span = rows.get(message.spanKey) as SpanRow;
         return [
@@ -259,10 +259,8 @@ async function upsertConversations(trx: Knex.Transaction, spans: SpanRow[]): Pro
 }
 
 /** Stores each distinct content once; returns the id of every digest the messages need. */
-async function storeContent(trx: Knex.Transaction, pending: PendingMessage[], texts: SearchTexts): Promise<Map<string, number>> {
-  const byDigest = new Map<string, string>();
-  for (const message of pending) byDigest.set(message.digest, message.content);
-  const digests = [...byDigest.keys()].sort();
+async function storeContent(trx: Knex.Transaction, texts: SearchTexts): Promise<Map<string, number>> {
+  const digests = texts.digests().sort();
   const ids = new Map<string, number>();
   const lookUp = async (wanted: string[]) => {
     const known = await trx.raw<unknown>(
@@ -282,7 +280,7 @@ async function storeContent(trx: Knex.Transaction, pending: PendingMessage[], te
     trx,
     "search_content",
     CONTENT_COLUMNS,
-    missing.map((digest) => [digest, byDigest.get(digest) as string, texts.of(digest)]),
+    missing.map((digest) => [digest, texts.content(digest), texts.of(digest)]),
     "ON CONFLICT (digest) DO NOTHING RETURNING id, digest",
   );
   for (const row of inserted) ids.set(row.digest, Number(row.id));
@@ -292,13 +290,21 @@ async function storeContent(trx: Knex.Transaction, pending: PendingMessage[], te
   return ids;
 }
 
-/** The word string of each content of a batch, computed once per digest. */
+/** The distinct contents of a batch by digest, and their word strings, computed once per digest. */
 class SearchTexts {
   private readonly contents = new Map<string, string>();
   private readonly texts = new Map<string, string>();
 
   constructor(pending: PendingMessage[]) {
     for (const message of pending) this.contents.set(message.digest, message.content);
+  }
+
+  digests(): string[] {
+    return [...this.contents.keys()];
+  }
+
+  content(digest: string): string {
+    return this.contents.get(digest) as string;
   }
 
   of(digest: string): string {

@@ -140,7 +140,7 @@ async function newestByWalk(
   wanted: number,
   rows: number,
 ): Promise<{ rows: PageRow[]; total: number | null } | null> {
-  const check = wordCheck(dialect, parsed);
+  const check = wordCheck(dialect, parsed.terms);
   const result = await db.raw<unknown>(
     `SELECT w.conversation_key AS conversation_key, w.started_us AS started_us, CASE WHEN ${check.sql} THEN 1 ELSE 0 END AS hit
        FROM (SELECT m.conversation_key, m.started_us, m.content_id FROM search_messages m WHERE ${filters.sql.join(" AND ")}
@@ -258,17 +258,17 @@ function filterConditions(req: AgentSearchReq): Filters {
  * Whether the content `c` holds every term: its word string has each word or phrase between single spaces,
  * exactly what the full-text indexes match. Cheap for a few thousand rows; the indexes are for more.
  */
-function wordCheck(dialect: Dialect, parsed: ParsedQuery, content = "c"): Where {
+function wordCheck(dialect: Dialect, terms: string[][], content = "c"): Where {
   const position = dialect === "sqlite" ? "instr" : "strpos";
   return {
-    sql: parsed.terms.map(() => `${position}(${content}.search_text, ?) > 0`).join(" AND "),
-    bindings: parsed.terms.map((term) => ` ${term.join(" ")} `),
+    sql: terms.map(() => `${position}(${content}.search_text, ?) > 0`).join(" AND "),
+    bindings: terms.map((term) => ` ${term.join(" ")} `),
   };
 }
 
 function textCondition(dialect: Dialect, parsed: ParsedQuery, start: Start): Where {
   if (start === "filtersCheck") {
-    const check = wordCheck(dialect, parsed);
+    const check = wordCheck(dialect, parsed.terms);
     return { sql: `EXISTS (SELECT 1 FROM search_content c WHERE c.id = m.content_id AND ${check.sql})`, bindings: check.bindings };
   }
   if (dialect === "sqlite") {
@@ -279,10 +279,10 @@ function textCondition(dialect: Dialect, parsed: ParsedQuery, start: Start): Whe
   // The GIN index finds contents with every word; phrases are then checked on the word string, whose
   // words are separated by exactly one space (tsvector positions are capped, the string is not).
   const phrases = parsed.terms.filter((term) => term.length > 1);
-  const phraseSql = phrases.map(() => " AND strpos(c.search_text, ?) > 0").join("");
+  const phraseCheck = phrases.length > 0 ? wordCheck(dialect, phrases) : { sql: "true", bindings: [] };
   return {
-    sql: `m.content_id IN (SELECT c.id FROM search_content c WHERE c.words @@ ?::tsquery${phraseSql})`,
-    bindings: [postgresWords(parsed), ...phrases.map((term) => ` ${term.join(" ")} `)],
+    sql: `m.content_id IN (SELECT c.id FROM search_content c WHERE c.words @@ ?::tsquery AND ${phraseCheck.sql})`,
+    bindings: [postgresWords(parsed), ...phraseCheck.bindings],
   };
 }
 
@@ -308,7 +308,7 @@ async function pageMessages(
   // Only the preview leaves the database: PREVIEW_LENGTH code points cover PREVIEW_LENGTH UTF-16 units.
   const content = truncate ? `substr(c.content, 1, ${PREVIEW_LENGTH})` : "c.content";
   // A page holds few conversations: their messages' words are checked one by one.
-  const check = parsed === null ? null : wordCheck(dialect, parsed, "t");
+  const check = parsed === null ? null : wordCheck(dialect, parsed.terms, "t");
   const rank = check !== null
     ? ", ROW_NUMBER() OVER (PARTITION BY m.conversation_key, m.role, m.content_id ORDER BY m.started_us DESC, m.id DESC) AS occurrence"
     : ", 1 AS occurrence";

@@ -1,3 +1,4 @@
+import type { Knex } from "knex";
 import { invalid } from "../errors.js";
 
 /** The list shape every paginated endpoint shares. */
@@ -26,6 +27,24 @@ export function toPage<T>(rows: T[], limit: number, idOf: (item: T) => string): 
   };
 }
 
-export function unknownCursor(after: string): Error {
-  return invalid(`'${after}' is not an id of this list.`, ["query", "after"], "unknown_cursor");
+/** Where a list's cursor ids live: `table` rows within `scope` (the list's owner), ordered by `key`. */
+export interface CursorSpec {
+  table: string;
+  scope: Record<string, string>;
+  key: string;
+  order?: "asc" | "desc";
+}
+
+/**
+ * The rows of `list` after the `after` cursor in `key` order, one more than the limit (for toPage). An id that is
+ * not in the list's table and scope is an unknown cursor.
+ */
+export async function rowsAfter<Row>(db: Knex, list: Knex.QueryBuilder, cursor: CursorSpec, query: PageQuery): Promise<Row[]> {
+  const order = cursor.order ?? "asc";
+  if (query.after) {
+    const at = await db(cursor.table).where({ id: query.after, ...cursor.scope }).first(cursor.key);
+    if (!at) throw invalid(`'${query.after}' is not an id of this list.`, ["query", "after"], "unknown_cursor");
+    list = list.where(cursor.key, order === "asc" ? ">" : "<", at[cursor.key]);
+  }
+  return list.orderBy(cursor.key, order).limit(query.limit + 1);
 }

@@ -3,7 +3,7 @@ import { rm } from "node:fs/promises";
 import path from "node:path";
 import type { Knex } from "knex";
 import { invalid } from "../errors.js";
-import { toPage, unknownCursor, type Page, type PageQuery } from "../store/paging.js";
+import { rowsAfter, toPage, type Page, type PageQuery } from "../store/paging.js";
 import { fromJson, toIso } from "../store/values.js";
 import type { ModelRecord } from "./models.js";
 
@@ -42,13 +42,8 @@ function toRecord(model: ModelRecord, row: CheckpointRow): CheckpointRecord {
 }
 
 export async function listCheckpoints(db: Knex, model: ModelRecord, query: PageQuery & { order: "asc" | "desc" }): Promise<Page<CheckpointRecord>> {
-  let q = db("checkpoints").where({ model_id: model.id });
-  if (query.after) {
-    const cursor = await db("checkpoints").where({ id: query.after, model_id: model.id }).first("step");
-    if (!cursor) throw unknownCursor(query.after);
-    q = q.where("step", query.order === "asc" ? ">" : "<", cursor.step);
-  }
-  const rows: CheckpointRow[] = await q.orderBy("step", query.order).limit(query.limit + 1);
+  const cursor = { table: "checkpoints", scope: { model_id: model.id }, key: "step", order: query.order };
+  const rows = await rowsAfter<CheckpointRow>(db, db("checkpoints").where({ model_id: model.id }), cursor, query);
   return toPage(rows.map((r) => toRecord(model, r)), query.limit, (c) => c.id);
 }
 

@@ -3,7 +3,7 @@ import { writeFile } from "node:fs/promises";
 import type { Knex } from "knex";
 import type { Principal } from "../auth/keys.js";
 import { conflict, invalid, notFound } from "../errors.js";
-import { toPage, unknownCursor, type Page, type PageQuery } from "../store/paging.js";
+import { rowsAfter, toPage, type Page, type PageQuery } from "../store/paging.js";
 import { fromJson, toIso, toIsoOrNull } from "../store/values.js";
 import { readTrainingData, type TrainingDataOptions } from "./datasets.js";
 import { appendEvent } from "./events.js";
@@ -178,12 +178,7 @@ export async function listJobs(db: Knex, principal: Principal, query: PageQuery 
   let q = db("training_jobs").where({ entity: principal.entity });
   if (query.model_id) q = q.where({ model_id: query.model_id });
   if (query.status) q = q.where({ status: query.status });
-  if (query.after) {
-    const cursor = await db("training_jobs").where({ id: query.after, entity: principal.entity }).first("seq");
-    if (!cursor) throw unknownCursor(query.after);
-    q = q.where("seq", ">", cursor.seq);
-  }
-  const rows: JobRow[] = await q.orderBy("seq").limit(query.limit + 1);
+  const rows = await rowsAfter<JobRow>(db, q, { table: "training_jobs", scope: { entity: principal.entity }, key: "seq" }, query);
   return toPage(rows.map(toJobRecord), query.limit, (j) => j.id);
 }
 

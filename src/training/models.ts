@@ -3,7 +3,7 @@ import type { Knex } from "knex";
 import type { Principal } from "../auth/keys.js";
 import { authorizeProject, ensureProject } from "../auth/projects.js";
 import { conflict, notFound } from "../errors.js";
-import { toPage, unknownCursor, type Page, type PageQuery } from "../store/paging.js";
+import { rowsAfter, toPage, type Page, type PageQuery } from "../store/paging.js";
 import { fromJson, toIso } from "../store/values.js";
 import { removeModelFiles } from "./files.js";
 
@@ -121,12 +121,7 @@ export async function findModelByName(db: Knex, entity: string, project: string,
 export async function listModels(db: Knex, principal: Principal, query: PageQuery & { project?: string }): Promise<Page<ModelRecord>> {
   let q = modelsWithLatestStep(db).where({ entity: principal.entity });
   if (query.project) q = q.where({ project: query.project });
-  if (query.after) {
-    const cursor = await db("models").where({ id: query.after, entity: principal.entity }).first("seq");
-    if (!cursor) throw unknownCursor(query.after);
-    q = q.where("seq", ">", cursor.seq);
-  }
-  const rows: ModelRow[] = await q.orderBy("seq").limit(query.limit + 1);
+  const rows = await rowsAfter<ModelRow>(db, q, { table: "models", scope: { entity: principal.entity }, key: "seq" }, query);
   return toPage(rows.map(toRecord), query.limit, (m) => m.id);
 }
 
